@@ -1,0 +1,51 @@
+"""The one exception hierarchy of pi_trio.
+
+Everything pi_trio raises on purpose derives from :class:`PiError`, so callers can catch the
+library's errors without catching their own bugs. Failures of a model call or a tool are *not*
+raised: they become messages in the transcript (pi's behaviour); these exceptions are for
+programmer errors and misuse.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentBusyError",
+    "ContinueError",
+    "PiError",
+    "ProviderNotFoundError",
+    "ToolArgumentError",
+    "WireFormatError",
+]
+
+
+class PiError(Exception):
+    """Root of every exception pi_trio raises deliberately."""
+
+
+class WireFormatError(PiError, ValueError):
+    """JSON that does not match pi's wire format.
+
+    The message starts with the path of the offending value (``content[2].type: ...``).
+    ``errors`` holds every problem found, each with its path.
+    """
+
+    def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors or (message,)
+
+
+class AgentBusyError(PiError, RuntimeError):
+    """``prompt()`` or ``continue_()`` was called while the agent is already running."""
+
+
+class ContinueError(PiError, ValueError):
+    """``continue`` was asked of a transcript it cannot continue (empty, or ending in an
+    assistant message with nothing queued)."""
+
+
+class ToolArgumentError(PiError, ValueError):
+    """A tool call's arguments failed validation; the text is what the model gets back."""
+
+
+class ProviderNotFoundError(PiError, LookupError):
+    """No stream function is registered for a model's ``api``, or the model is unknown."""

@@ -1,0 +1,262 @@
+"""Stream events (what a provider emits) and agent events (what the loop emits).
+
+Both are frozen attrs classes whose class attribute ``type`` is pi's string, so
+``match event: case pt.TextDelta(delta=d): ...`` and ``event.type == "text_delta"`` both work.
+
+Stream events carry ``partial``: the assistant message being built. It is the *live* object the
+provider fills in (pi hands out shallow copies; copying per delta would make streaming O(n^2)),
+so copy it if you keep it past the event.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import attrs
+
+from .messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "StreamDone",
+    "StreamError",
+    "StreamEvent",
+    "StreamStart",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ThinkingStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "ToolResult",
+    "TurnEnd",
+    "TurnStart",
+]
+
+
+# --- stream events (pi-ai's AssistantMessageEvent) -------------------------------------------
+
+
+@attrs.frozen
+class StreamStart:
+    type: ClassVar[Literal["start"]] = "start"
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextStart:
+    type: ClassVar[Literal["text_start"]] = "text_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextDelta:
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextEnd:
+    type: ClassVar[Literal["text_end"]] = "text_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingStart:
+    type: ClassVar[Literal["thinking_start"]] = "thinking_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingDelta:
+    type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingEnd:
+    type: ClassVar[Literal["thinking_end"]] = "thinking_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallStart:
+    type: ClassVar[Literal["toolcall_start"]] = "toolcall_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallDelta:
+    type: ClassVar[Literal["toolcall_delta"]] = "toolcall_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallEnd:
+    type: ClassVar[Literal["toolcall_end"]] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class StreamDone:
+    """The response finished; ``message`` is final. ``reason`` is "stop", "length" or "toolUse"."""
+
+    type: ClassVar[Literal["done"]] = "done"
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+@attrs.frozen
+class StreamError:
+    """The response failed; ``error`` is the final assistant message ("error" or "aborted")."""
+
+    type: ClassVar[Literal["error"]] = "error"
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+StreamEvent: TypeAlias = (
+    StreamStart
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | StreamDone
+    | StreamError
+)
+
+
+# --- tool results ----------------------------------------------------------------------------
+
+
+@attrs.define
+class ToolResult:
+    """What a tool returns: content for the model, details for the application.
+
+    ``terminate=True`` asks the loop to stop after this batch; it only does when every result in
+    the batch asks for it.
+    """
+
+    content: list[ToolResultContent]
+    details: Any = None
+    terminate: bool = False
+
+
+# --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------
+
+
+@attrs.frozen
+class AgentStart:
+    type: ClassVar[Literal["agent_start"]] = "agent_start"
+
+
+@attrs.frozen
+class AgentEnd:
+    """The run is over; ``messages`` are the messages this run added."""
+
+    type: ClassVar[Literal["agent_end"]] = "agent_end"
+    messages: list[AgentMessage]
+
+
+@attrs.frozen
+class TurnStart:
+    type: ClassVar[Literal["turn_start"]] = "turn_start"
+
+
+@attrs.frozen
+class TurnEnd:
+    type: ClassVar[Literal["turn_end"]] = "turn_end"
+    message: AgentMessage
+    tool_results: list[ToolResultMessage]
+
+
+@attrs.frozen
+class MessageStart:
+    type: ClassVar[Literal["message_start"]] = "message_start"
+    message: AgentMessage
+
+
+@attrs.frozen
+class MessageUpdate:
+    """A streamed change to the assistant message at the transcript's tail."""
+
+    type: ClassVar[Literal["message_update"]] = "message_update"
+    message: AssistantMessage
+    assistant_message_event: StreamEvent
+
+
+@attrs.frozen
+class MessageEnd:
+    type: ClassVar[Literal["message_end"]] = "message_end"
+    message: AgentMessage
+
+
+@attrs.frozen
+class ToolExecutionStart:
+    type: ClassVar[Literal["tool_execution_start"]] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@attrs.frozen
+class ToolExecutionUpdate:
+    type: ClassVar[Literal["tool_execution_update"]] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    partial_result: ToolResult
+
+
+@attrs.frozen
+class ToolExecutionEnd:
+    type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: ToolResult
+    is_error: bool
+
+
+AgentEvent: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+)

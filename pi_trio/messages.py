@@ -1,0 +1,268 @@
+"""Messages and content blocks: pi's data model as attrs classes.
+
+The shapes follow pi-ai 0.73.1 (``types.d.ts``) with snake_case attribute names; ``pi_trio.wire``
+turns them into pi's camelCase JSON and back. Messages are mutable on purpose: the streaming
+assistant message at the tail of a transcript is filled in place, one delta at a time.
+
+Text accumulation is amortised O(1) per delta: :class:`TextContent` and :class:`ThinkingContent`
+keep the streamed pieces in a list and join them only when ``text``/``thinking`` is read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+__all__ = [
+    "AgentMessage",
+    "AssistantContent",
+    "AssistantMessage",
+    "Context",
+    "CustomMessage",
+    "ImageContent",
+    "Message",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolCall",
+    "ToolResultContent",
+    "ToolResultMessage",
+    "Usage",
+    "UsageCost",
+    "UserContent",
+    "UserMessage",
+    "now_ms",
+]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+
+def now_ms() -> int:
+    """Wall-clock time in milliseconds since the epoch (pi's ``Date.now()``)."""
+    return time.time_ns() // 1_000_000
+
+
+class _Accumulating:
+    """A string built from streamed pieces; joining happens lazily, on read."""
+
+    __slots__ = ()
+    _parts: list[str]
+
+    def _get(self) -> str:
+        parts = self._parts
+        if len(parts) != 1:
+            joined = "".join(parts)
+            parts[:] = [joined]
+            return joined
+        return parts[0]
+
+    def append(self, delta: str) -> None:
+        """Add a streamed piece: O(1), the join happens on the next read."""
+        self._parts.append(delta)
+
+
+@attrs.define(init=False, eq=False, repr=False)
+class TextContent(_Accumulating):
+    """A text block. ``text`` may be streamed into with :meth:`append`."""
+
+    type: ClassVar[Literal["text"]] = "text"
+    _parts: list[str]
+    text_signature: str | None
+
+    def __init__(self, text: str = "", text_signature: str | None = None) -> None:
+        self._parts = [text]
+        self.text_signature = text_signature
+
+    @property
+    def text(self) -> str:
+        return self._get()
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._parts = [value]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TextContent):
+            return NotImplemented
+        return self.text == other.text and self.text_signature == other.text_signature
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        extra = f", text_signature={self.text_signature!r}" if self.text_signature else ""
+        return f"TextContent(text={self.text!r}{extra})"
+
+
+@attrs.define(init=False, eq=False, repr=False)
+class ThinkingContent(_Accumulating):
+    """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
+
+    type: ClassVar[Literal["thinking"]] = "thinking"
+    _parts: list[str]
+    thinking_signature: str | None
+    redacted: bool
+
+    def __init__(
+        self, thinking: str = "", thinking_signature: str | None = None, redacted: bool = False
+    ) -> None:
+        self._parts = [thinking]
+        self.thinking_signature = thinking_signature
+        self.redacted = redacted
+
+    @property
+    def thinking(self) -> str:
+        return self._get()
+
+    @thinking.setter
+    def thinking(self, value: str) -> None:
+        self._parts = [value]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ThinkingContent):
+            return NotImplemented
+        return (
+            self.thinking == other.thinking
+            and self.thinking_signature == other.thinking_signature
+            and self.redacted == other.redacted
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"ThinkingContent(thinking={self.thinking!r}, "
+            f"thinking_signature={self.thinking_signature!r}, redacted={self.redacted!r})"
+        )
+
+
+@attrs.define
+class ImageContent:
+    """An image, base64-encoded."""
+
+    type: ClassVar[Literal["image"]] = "image"
+    data: str
+    mime_type: str
+
+
+@attrs.define
+class ToolCall:
+    """A tool call requested by the model. ``arguments`` is the parsed JSON object."""
+
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    thought_signature: str | None = None
+
+
+UserContent: TypeAlias = TextContent | ImageContent
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+ToolResultContent: TypeAlias = TextContent | ImageContent
+
+
+@attrs.define
+class UsageCost:
+    """Cost in dollars of one response, split like pi's ``usage.cost``."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+@attrs.define
+class Usage:
+    """Token counts of one response and their cost."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = attrs.field(factory=UsageCost)
+
+
+@attrs.define
+class UserMessage:
+    """A message from the user: a string or a list of text and image blocks."""
+
+    role: ClassVar[Literal["user"]] = "user"
+    content: str | list[UserContent]
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.define
+class AssistantMessage:
+    """A model response. ``stop_reason`` uses pi's strings; failures carry ``error_message``."""
+
+    role: ClassVar[Literal["assistant"]] = "assistant"
+    content: list[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    usage: Usage = attrs.field(factory=Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+    response_id: str | None = None
+    response_model: str | None = None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls of this message, in source order."""
+        return [block for block in self.content if isinstance(block, ToolCall)]
+
+
+@attrs.define
+class ToolResultMessage:
+    """The result of one tool call, as the model will see it."""
+
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: list[ToolResultContent]
+    details: Any = None
+    is_error: bool = False
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+@runtime_checkable
+class CustomMessage(Protocol):
+    """An application's own message type: anything with a ``role``.
+
+    Custom messages stay in the transcript and get message_start/end events; the agent's
+    ``convert_to_llm`` decides what, if anything, the model sees of them. Register the class
+    with :func:`pi_trio.wire.register_message_type` to (de)serialise it.
+    """
+
+    @property
+    def role(self) -> str: ...
+
+
+AgentMessage: TypeAlias = Message | CustomMessage
+
+
+@attrs.define(frozen=True)
+class Tool:
+    """A tool as a provider sees it: name, description and a JSON schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@attrs.define
+class Context:
+    """What one model request is built from."""
+
+    system_prompt: str | None = None
+    messages: Sequence[Message] = attrs.field(factory=list)
+    tools: Sequence[Tool] = attrs.field(factory=list)

@@ -1,0 +1,355 @@
+"""Model descriptors, a small built-in registry, and API keys from the environment.
+
+A :class:`Model` says which wire API to speak (``api``), where (``base_url``), and what the
+model costs and can take. The registry holds common models of OpenAI, Anthropic, Google and
+OpenAI-compatible servers with pi-ai's figures; build your own :class:`Model` for anything else
+(``attrs.evolve(pt.get_model("ollama", "llama3.1"), id="qwen3:8b")`` is the usual shortcut).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from ._errors import ProviderNotFoundError
+
+__all__ = [
+    "ENV_API_KEYS",
+    "Model",
+    "ModelCost",
+    "ThinkingLevel",
+    "get_env_api_key",
+    "get_model",
+    "list_models",
+]
+
+ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
+
+
+@attrs.frozen
+class ModelCost:
+    """Dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@attrs.frozen
+class Model:
+    """Everything a provider needs to know about a model.
+
+    ``compat`` holds per-API switches (for OpenAI-compatible servers: ``max_tokens_field``,
+    ``supports_developer_role``, ``supports_usage_in_streaming``, ``thinking_format``, ...);
+    providers fill in defaults from ``provider`` and ``base_url`` where it is left empty.
+    """
+
+    id: str
+    name: str
+    api: str
+    provider: str
+    base_url: str
+    reasoning: bool = False
+    input: tuple[Literal["text", "image"], ...] = ("text",)
+    cost: ModelCost = attrs.field(factory=ModelCost)
+    context_window: int = 128_000
+    max_tokens: int = 16_384
+    headers: Mapping[str, str] | None = None
+    compat: Mapping[str, Any] | None = None
+
+
+# Environment variables per provider, as pi-ai reads them (first one set wins).
+ENV_API_KEYS: Mapping[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "google": ("GEMINI_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+}
+
+
+def get_env_api_key(provider: str) -> str | None:
+    """The API key for ``provider`` from the usual environment variables, or None."""
+    for name in ENV_API_KEYS.get(provider, ()):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _m(
+    provider: str,
+    api: str,
+    base_url: str,
+    id: str,
+    name: str,
+    *,
+    reasoning: bool,
+    image: bool,
+    cost: tuple[float, float, float, float],
+    context_window: int,
+    max_tokens: int,
+) -> Model:
+    return Model(
+        id=id,
+        name=name,
+        api=api,
+        provider=provider,
+        base_url=base_url,
+        reasoning=reasoning,
+        input=("text", "image") if image else ("text",),
+        cost=ModelCost(*cost),
+        context_window=context_window,
+        max_tokens=max_tokens,
+    )
+
+
+_OPENAI = "https://api.openai.com/v1"
+_ANTHROPIC = "https://api.anthropic.com"
+_GOOGLE = "https://generativelanguage.googleapis.com/v1beta"
+
+_BUILTIN: tuple[Model, ...] = (
+    # OpenAI (pi-ai speaks the Responses API to OpenAI itself)
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-5",
+        "GPT-5",
+        reasoning=True,
+        image=True,
+        cost=(1.25, 10, 0.125, 0),
+        context_window=400_000,
+        max_tokens=128_000,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-5-mini",
+        "GPT-5 Mini",
+        reasoning=True,
+        image=True,
+        cost=(0.25, 2, 0.025, 0),
+        context_window=400_000,
+        max_tokens=128_000,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-4.1",
+        "GPT-4.1",
+        reasoning=False,
+        image=True,
+        cost=(2, 8, 0.5, 0),
+        context_window=1_047_576,
+        max_tokens=32_768,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-4.1-mini",
+        "GPT-4.1 mini",
+        reasoning=False,
+        image=True,
+        cost=(0.4, 1.6, 0.1, 0),
+        context_window=1_047_576,
+        max_tokens=32_768,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-4o",
+        "GPT-4o",
+        reasoning=False,
+        image=True,
+        cost=(2.5, 10, 1.25, 0),
+        context_window=128_000,
+        max_tokens=16_384,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "gpt-4o-mini",
+        "GPT-4o mini",
+        reasoning=False,
+        image=True,
+        cost=(0.15, 0.6, 0.08, 0),
+        context_window=128_000,
+        max_tokens=16_384,
+    ),
+    _m(
+        "openai",
+        "openai-responses",
+        _OPENAI,
+        "o4-mini",
+        "o4-mini",
+        reasoning=True,
+        image=True,
+        cost=(1.1, 4.4, 0.28, 0),
+        context_window=200_000,
+        max_tokens=100_000,
+    ),
+    # Anthropic
+    _m(
+        "anthropic",
+        "anthropic-messages",
+        _ANTHROPIC,
+        "claude-sonnet-4-5",
+        "Claude Sonnet 4.5",
+        reasoning=True,
+        image=True,
+        cost=(3, 15, 0.3, 3.75),
+        context_window=200_000,
+        max_tokens=64_000,
+    ),
+    _m(
+        "anthropic",
+        "anthropic-messages",
+        _ANTHROPIC,
+        "claude-opus-4-1",
+        "Claude Opus 4.1",
+        reasoning=True,
+        image=True,
+        cost=(15, 75, 1.5, 18.75),
+        context_window=200_000,
+        max_tokens=32_000,
+    ),
+    _m(
+        "anthropic",
+        "anthropic-messages",
+        _ANTHROPIC,
+        "claude-haiku-4-5",
+        "Claude Haiku 4.5",
+        reasoning=True,
+        image=True,
+        cost=(1, 5, 0.1, 1.25),
+        context_window=200_000,
+        max_tokens=64_000,
+    ),
+    # Google
+    _m(
+        "google",
+        "google-generative-ai",
+        _GOOGLE,
+        "gemini-2.5-pro",
+        "Gemini 2.5 Pro",
+        reasoning=True,
+        image=True,
+        cost=(1.25, 10, 0.125, 0),
+        context_window=1_048_576,
+        max_tokens=65_536,
+    ),
+    _m(
+        "google",
+        "google-generative-ai",
+        _GOOGLE,
+        "gemini-2.5-flash",
+        "Gemini 2.5 Flash",
+        reasoning=True,
+        image=True,
+        cost=(0.3, 2.5, 0.03, 0),
+        context_window=1_048_576,
+        max_tokens=65_536,
+    ),
+    # OpenAI-compatible servers (Chat Completions wire API)
+    _m(
+        "openai",
+        "openai-completions",
+        _OPENAI,
+        "gpt-4o-mini-completions",
+        "GPT-4o mini (chat)",
+        reasoning=False,
+        image=True,
+        cost=(0.15, 0.6, 0.08, 0),
+        context_window=128_000,
+        max_tokens=16_384,
+    ),
+    _m(
+        "groq",
+        "openai-completions",
+        "https://api.groq.com/openai/v1",
+        "llama-3.3-70b-versatile",
+        "Llama 3.3 70B (Groq)",
+        reasoning=False,
+        image=False,
+        cost=(0.59, 0.79, 0, 0),
+        context_window=131_072,
+        max_tokens=32_768,
+    ),
+    _m(
+        "openrouter",
+        "openai-completions",
+        "https://openrouter.ai/api/v1",
+        "anthropic/claude-sonnet-4.5",
+        "Claude Sonnet 4.5 (OpenRouter)",
+        reasoning=True,
+        image=True,
+        cost=(3, 15, 0.3, 3.75),
+        context_window=200_000,
+        max_tokens=64_000,
+    ),
+    _m(
+        "ollama",
+        "openai-completions",
+        "http://127.0.0.1:11434/v1",
+        "llama3.1",
+        "Llama 3.1 (Ollama, local)",
+        reasoning=False,
+        image=False,
+        cost=(0, 0, 0, 0),
+        context_window=128_000,
+        max_tokens=8_192,
+    ),
+    # The scripted model (pt.faux): no network, no key.
+    _m(
+        "faux",
+        "faux",
+        "http://127.0.0.1:0",
+        "faux-1",
+        "Faux scripted model",
+        reasoning=False,
+        image=True,
+        cost=(0, 0, 0, 0),
+        context_window=128_000,
+        max_tokens=16_384,
+    ),
+)
+
+_REGISTRY: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _BUILTIN}
+
+
+def get_model(provider: str, model_id: str) -> Model:
+    """The built-in model ``model_id`` of ``provider``.
+
+    Raises :class:`pt.ProviderNotFoundError` naming the known ids when there is no such model.
+    """
+    try:
+        return _REGISTRY[(provider, model_id)]
+    except KeyError:
+        known = sorted(mid for (prov, mid) in _REGISTRY if prov == provider)
+        if not known:
+            providers = sorted({prov for prov, _ in _REGISTRY})
+            raise ProviderNotFoundError(
+                f"unknown provider {provider!r}; known providers: {', '.join(providers)}"
+            ) from None
+        raise ProviderNotFoundError(
+            f"unknown model {model_id!r} for provider {provider!r}; known: {', '.join(known)}"
+        ) from None
+
+
+def list_models(provider: str | None = None) -> list[Model]:
+    """The built-in models, optionally of one provider."""
+    return [m for m in _BUILTIN if provider is None or m.provider == provider]

@@ -1,0 +1,163 @@
+"""Builds a streaming assistant message and the stream events that describe it.
+
+Every provider (the scripted one included) drives one :class:`MessageBuilder` per response, so
+the accumulation rules live in one place: text and thinking grow in amortised O(1) per delta;
+tool-call argument JSON is collected in pieces and parsed at the end of the call (and, when the
+provider asks for it, best-effort while it streams).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from ..events import (
+    StreamDone,
+    StreamError,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from ..messages import (
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    now_ms,
+)
+from ..models import Model
+from ._partial_json import parse_partial_json
+
+__all__ = ["ABORTED_MESSAGE", "MessageBuilder"]
+
+ABORTED_MESSAGE = "Request was aborted"
+
+
+class MessageBuilder:
+    """The partial :class:`AssistantMessage` of one response plus its event factory.
+
+    Each method changes :attr:`message` and returns the event to emit. ``content_index``
+    arguments are indexes into ``message.content``.
+    """
+
+    __slots__ = ("_args_parts", "message")
+
+    def __init__(self, model: Model, *, timestamp: int | None = None) -> None:
+        self.message = AssistantMessage(
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason="stop",
+            timestamp=now_ms() if timestamp is None else timestamp,
+        )
+        self._args_parts: dict[int, list[str]] = {}
+
+    def start(self) -> StreamStart:
+        return StreamStart(self.message)
+
+    # text
+    def text_start(self) -> TextStart:
+        self.message.content.append(TextContent())
+        return TextStart(len(self.message.content) - 1, self.message)
+
+    def text_delta(self, index: int, delta: str) -> TextDelta:
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        block.append(delta)
+        return TextDelta(index, delta, self.message)
+
+    def text_end(self, index: int, signature: str | None = None) -> TextEnd:
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        if signature is not None:
+            block.text_signature = signature
+        return TextEnd(index, block.text, self.message)
+
+    # thinking
+    def thinking_start(self) -> ThinkingStart:
+        self.message.content.append(ThinkingContent())
+        return ThinkingStart(len(self.message.content) - 1, self.message)
+
+    def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.append(delta)
+        return ThinkingDelta(index, delta, self.message)
+
+    def thinking_end(
+        self, index: int, signature: str | None = None, redacted: bool | None = None
+    ) -> ThinkingEnd:
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        if signature is not None:
+            block.thinking_signature = signature
+        if redacted is not None:
+            block.redacted = redacted
+        return ThinkingEnd(index, block.thinking, self.message)
+
+    # tool calls
+    def tool_call_start(self, id: str, name: str) -> ToolCallStart:
+        self.message.content.append(ToolCall(id=id, name=name, arguments={}))
+        index = len(self.message.content) - 1
+        self._args_parts[index] = []
+        return ToolCallStart(index, self.message)
+
+    def tool_call_delta(
+        self, index: int, delta: str, *, parse_partial: bool = False
+    ) -> ToolCallDelta:
+        """Add a piece of argument JSON. With ``parse_partial`` the call's ``arguments`` are
+        updated from the JSON so far (O(length) per call: for UIs, not for hot paths)."""
+        parts = self._args_parts[index]
+        parts.append(delta)
+        if parse_partial:
+            block = self.message.content[index]
+            assert isinstance(block, ToolCall)
+            block.arguments = parse_partial_json("".join(parts))
+        return ToolCallDelta(index, delta, self.message)
+
+    def tool_call_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEnd:
+        """Finish a tool call: ``arguments`` if given, else the collected JSON parsed."""
+        block = self.message.content[index]
+        assert isinstance(block, ToolCall)
+        parts = self._args_parts.pop(index, [])
+        if arguments is None:
+            arguments = _parse_arguments("".join(parts))
+        block.arguments = arguments
+        return ToolCallEnd(index, block, self.message)
+
+    # end of stream
+    def done(self, reason: Literal["stop", "length", "toolUse"] | None = None) -> StreamDone:
+        """Finish successfully. Without ``reason``: "toolUse" if there are tool calls, else
+        "stop"."""
+        if reason is None:
+            reason = "toolUse" if self.message.tool_calls else "stop"
+        self.message.stop_reason = reason
+        return StreamDone(reason, self.message)
+
+    def error(
+        self, error_message: str, reason: Literal["error", "aborted"] = "error"
+    ) -> StreamError:
+        """Finish with a failure; partial content is kept."""
+        self.message.stop_reason = reason
+        self.message.error_message = error_message
+        return StreamError(reason, self.message)
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = parse_partial_json(text)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,67 @@
+"""Options of one model request, and the shape of a stream function."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import attrs
+
+from ..events import StreamEvent
+from ..messages import Context
+from ..models import Model, ThinkingLevel
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["CacheRetention", "StreamFn", "StreamOptions", "ThinkingBudgets"]
+
+CacheRetention: TypeAlias = Literal["none", "short", "long"]
+
+
+@attrs.frozen
+class ThinkingBudgets:
+    """Token budgets per thinking level, for providers that take a budget."""
+
+    minimal: int | None = None
+    low: int | None = None
+    medium: int | None = None
+    high: int | None = None
+
+
+@attrs.frozen
+class StreamOptions:
+    """Per-request options (pi-ai's ``SimpleStreamOptions``, in seconds rather than ms).
+
+    ``api_key`` is never shown in ``repr`` and never serialised. Without ``http_client`` the
+    providers use one shared client per ``trio.run``. ``timeout`` bounds the whole request
+    including retries; ``first_byte_timeout`` the wait for the response headers and first
+    bytes; ``idle_timeout`` the longest gap between two parsed events (keep-alive bytes do not
+    count). ``max_retry_delay`` caps a single wait: a server asking for a longer Retry-After
+    fails the request at once with an error that says so.
+    """
+
+    api_key: str | None = attrs.field(default=None, repr=False)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning: ThinkingLevel | None = None
+    thinking_budgets: ThinkingBudgets | None = None
+    session_id: str | None = None
+    cache_retention: CacheRetention | None = None
+    headers: Mapping[str, str] | None = None
+    metadata: Mapping[str, Any] | None = None
+    http_client: httpx.AsyncClient | None = attrs.field(default=None, repr=False, eq=False)
+    timeout: float | None = None
+    first_byte_timeout: float | None = 60.0
+    idle_timeout: float | None = 120.0
+    max_retries: int = 2
+    max_retry_delay: float = 60.0
+
+
+StreamFn: TypeAlias = Callable[
+    [Model, Context, StreamOptions], AbstractAsyncContextManager[AsyncIterator[StreamEvent]]
+]
+"""``stream_fn(model, context, options)``: an async context manager that yields an async
+iterator of stream events. The loop does ``async with stream_fn(...) as events:
+async for event in events: ...``; leaving the block closes the stream (and its HTTP response)."""

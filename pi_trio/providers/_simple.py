@@ -1,0 +1,56 @@
+"""``stream_simple`` and ``complete_simple``: one request to whichever API a model speaks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AbstractAsyncContextManager, aclosing
+
+from ..events import StreamDone, StreamError, StreamEvent
+from ..messages import AssistantMessage, Context
+from ..models import Model
+from ._builder import MessageBuilder
+from ._options import StreamOptions
+from ._registry import ApiStreamFunction, get_api
+
+__all__ = ["complete_simple", "stream_simple"]
+
+
+def stream_simple(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+    """Stream one response from ``model``: ``async with stream_simple(...) as events``.
+
+    This is the default ``stream_fn``. It never raises for a provider or runtime failure: the
+    stream ends with :class:`pt.StreamError` carrying an assistant message whose
+    ``error_message`` says what happened. An unknown ``model.api`` is a programmer error and
+    raises :class:`pt.ProviderNotFoundError` right here. On cancellation nothing more is
+    emitted and ``trio.Cancelled`` propagates; leaving the block closes the HTTP response.
+    """
+    api = get_api(model.api)
+    return aclosing(_guarded(api, model, context, options or StreamOptions()))
+
+
+async def _guarded(
+    api: ApiStreamFunction, model: Model, context: Context, options: StreamOptions
+) -> AsyncGenerator[StreamEvent, None]:
+    """Turn an exception escaping a provider into the StreamError it should have been."""
+    try:
+        async with aclosing(api(model, context, options)) as events:
+            async for event in events:
+                yield event
+    except Exception as exc:
+        builder = MessageBuilder(model)
+        yield builder.error(f"{type(exc).__name__}: {exc}")
+
+
+async def complete_simple(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AssistantMessage:
+    """The final assistant message of one request (an error message on failure)."""
+    async with stream_simple(model, context, options) as events:
+        async for event in events:
+            if isinstance(event, StreamDone):
+                return event.message
+            if isinstance(event, StreamError):
+                return event.error
+    return MessageBuilder(model).error("stream ended without a done or error event").error

@@ -1,0 +1,269 @@
+"""The scripted model: answers each request from a script, streamed like a real provider.
+
+For tests, demos and benchmarks: no network, no key. Each call takes the next step of the
+script: an :class:`AssistantMessage` to stream, a factory ``(context, options, call_index) ->
+AssistantMessage`` (sync or async) that decides the answer from what the model was sent, or an
+exception instance (the request fails before anything is streamed, like a refused connection).
+
+Streaming follows pi-ai's faux provider: ``start``; per block ``*_start``, deltas, ``*_end``
+(a tool call gets one ``toolcall_delta`` with its JSON arguments); then ``done``, or ``error``
+when the scripted message's stop_reason is "error"/"aborted". Text is cut into deltas by
+``chunker`` (by words by default, which reproduces pi's recorded traces). With
+``token_delay > 0`` each delta waits ``trio.sleep(token_delay)`` first, so a
+``trio.testing.MockClock`` drives the pace. On cancellation the stream stops where it is and
+emits nothing more: building the aborted message is the loop's job.
+
+    scripted = pt.faux.FauxModel([pt.faux.assistant_message("Hello!")])
+    agent = pt.Agent(stream_fn=scripted, initial_state=pt.AgentState(model=scripted.model))
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import secrets
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing
+from typing import Any, Literal, TypeAlias
+
+import attrs
+import trio
+
+from ..events import StreamEvent
+from ..messages import (
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+from ..models import Model, get_model
+from ._builder import MessageBuilder
+from ._options import StreamOptions
+
+__all__ = [
+    "FauxCall",
+    "FauxModel",
+    "FauxResponse",
+    "assistant_message",
+    "by_size",
+    "by_words",
+    "in_pieces",
+    "text",
+    "thinking",
+    "tool_call",
+]
+
+FauxFactory: TypeAlias = Callable[
+    [Context, StreamOptions, int], "AssistantMessage | Awaitable[AssistantMessage]"
+]
+FauxResponse: TypeAlias = AssistantMessage | BaseException | FauxFactory
+Chunker: TypeAlias = Callable[[str], Sequence[str]]
+
+NO_MORE_RESPONSES = "No more faux responses queued"
+
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def by_words(value: str) -> list[str]:
+    """Cut text into words, each with the whitespace around it (the default)."""
+    return _WORD.findall(value) or [value]
+
+
+def by_size(size: int) -> Chunker:
+    """A chunker that cuts text into pieces of ``size`` characters."""
+    if size < 1:
+        raise ValueError("chunk size must be at least 1")
+
+    def chunk(value: str) -> list[str]:
+        return [value[i : i + size] for i in range(0, len(value), size)] or [value]
+
+    return chunk
+
+
+def in_pieces(count: int) -> Chunker:
+    """A chunker that cuts text into ``count`` nearly equal pieces (fewer for short text)."""
+    if count < 1:
+        raise ValueError("piece count must be at least 1")
+
+    def chunk(value: str) -> list[str]:
+        n = max(1, min(count, len(value)))
+        step, extra = divmod(len(value), n)
+        pieces, start = [], 0
+        for i in range(n):
+            end = start + step + (1 if i < extra else 0)
+            pieces.append(value[start:end])
+            start = end
+        return pieces
+
+    return chunk
+
+
+def text(value: str) -> TextContent:
+    return TextContent(value)
+
+
+def thinking(value: str, signature: str | None = None) -> ThinkingContent:
+    return ThinkingContent(value, thinking_signature=signature)
+
+
+def tool_call(
+    name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None
+) -> ToolCall:
+    """A tool call; without ``id`` a random one is made."""
+    return ToolCall(id=id or f"call_{secrets.token_hex(6)}", name=name, arguments=arguments or {})
+
+
+def assistant_message(
+    content: str | AssistantContent | Iterable[AssistantContent],
+    *,
+    stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None,
+    error_message: str | None = None,
+    usage: Usage | None = None,
+) -> AssistantMessage:
+    """A scripted answer. ``stop_reason`` defaults to "toolUse" when there are tool calls."""
+    if isinstance(content, str):
+        blocks: list[AssistantContent] = [TextContent(content)]
+    elif isinstance(content, TextContent | ThinkingContent | ToolCall):
+        blocks = [content]
+    else:
+        blocks = list(content)
+    if stop_reason is None:
+        stop_reason = "toolUse" if any(isinstance(b, ToolCall) for b in blocks) else "stop"
+    return AssistantMessage(
+        content=blocks,
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        usage=usage or Usage(),
+        stop_reason=stop_reason,
+        error_message=error_message,
+    )
+
+
+@attrs.frozen
+class FauxCall:
+    """One request the scripted model received."""
+
+    model: Model
+    context: Context
+    options: StreamOptions
+
+
+class FauxModel:
+    """A scripted model; the instance itself is a stream function (``stream_fn=scripted``)."""
+
+    def __init__(
+        self,
+        responses: Iterable[FauxResponse] = (),
+        *,
+        model: Model | None = None,
+        chunker: Chunker = by_words,
+        token_delay: float = 0.0,
+    ) -> None:
+        self.model: Model = model or get_model("faux", "faux-1")
+        self.chunker = chunker
+        self.token_delay = token_delay
+        self.calls: list[FauxCall] = []
+        self._pending: list[FauxResponse] = list(responses)
+
+    def set_responses(self, responses: Iterable[FauxResponse]) -> None:
+        self._pending = list(responses)
+
+    def append_responses(self, responses: Iterable[FauxResponse]) -> None:
+        self._pending.extend(responses)
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    @property
+    def call_count(self) -> int:
+        return len(self.calls)
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        return self.stream(model, context, options)
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """Take the next step of the script (at call time, like pi) and stream it."""
+        index = len(self.calls)
+        self.calls.append(FauxCall(model, context, options))
+        step = self._pending.pop(0) if self._pending else None
+        return aclosing(self._generate(step, model, context, options, index))
+
+    async def _generate(
+        self,
+        step: FauxResponse | None,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+        index: int,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        builder = MessageBuilder(model)
+        try:
+            if step is None:
+                raise LookupError(NO_MORE_RESPONSES)
+            if isinstance(step, BaseException):
+                raise step
+            if isinstance(step, AssistantMessage):
+                script = step
+            else:
+                produced = step(context, options, index)
+                script = await produced if inspect.isawaitable(produced) else produced
+        except Exception as exc:
+            yield builder.error(str(exc) or type(exc).__name__)
+            return
+        builder.message.usage = attrs.evolve(script.usage)
+        builder.message.response_id = script.response_id
+        yield builder.start()
+        delay = self.token_delay
+        for block in script.content:
+            if isinstance(block, TextContent):
+                text_start = builder.text_start()
+                i = text_start.content_index
+                yield text_start
+                for piece in self.chunker(block.text):
+                    if delay:
+                        await trio.sleep(delay)
+                    yield builder.text_delta(i, piece)
+                yield builder.text_end(i, block.text_signature)
+            elif isinstance(block, ThinkingContent):
+                thinking_start = builder.thinking_start()
+                i = thinking_start.content_index
+                yield thinking_start
+                for piece in self.chunker(block.thinking):
+                    if delay:
+                        await trio.sleep(delay)
+                    yield builder.thinking_delta(i, piece)
+                yield builder.thinking_end(i, block.thinking_signature, block.redacted or None)
+            else:
+                call = builder.tool_call_start(block.id, block.name)
+                i = call.content_index
+                yield call
+                if delay:
+                    await trio.sleep(delay)
+                yield builder.tool_call_delta(i, json.dumps(block.arguments, separators=(",", ":")))
+                yield builder.tool_call_end(i)
+        reason = script.stop_reason
+        if reason == "error" or reason == "aborted":
+            yield builder.error(script.error_message or "", reason)
+        else:
+            yield builder.done(reason)
+
+
+def stream_unscripted(
+    model: Model, context: Context, options: StreamOptions
+) -> AsyncGenerator[StreamEvent, None]:
+    """The registry's entry for api "faux" with no script: it reports that nothing is queued.
+
+    Pass a :class:`FauxModel` as ``stream_fn`` (or ``register_api`` its ``stream``) to script.
+    """
+    return FauxModel(model=model)._generate(None, model, context, options, 0)

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Set-up and everyday commands with nothing but Python 3.11+ and pip.
+
+    python3 tasks.py test    # make .venv (first time), install pi_trio[dev], run the tests
+    python3 tasks.py demo    # the scripted demo (no API key, no network)
+    python3 tasks.py lint    # ruff check, ruff format --check, mypy --strict pi_trio
+
+Extra arguments go to the underlying tool (``python3 tasks.py test -k wire``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("PI_TRIO_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".pi_trio-installed"
+
+
+def _python() -> str:
+    return str(BIN / "python")
+
+
+def ensure_env() -> None:
+    """Create the virtualenv and (re)install the project when pyproject.toml changed."""
+    if not (BIN / "python").exists():
+        print(f"creating virtualenv in {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    print("installing pi_trio[dev] into the virtualenv", flush=True)
+    subprocess.run([_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    subprocess.run([_python(), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]"], check=True)
+    STAMP.write_text(digest)
+
+
+def run(*args: str) -> int:
+    return subprocess.run(args, cwd=ROOT).returncode
+
+
+def cmd_test(extra: list[str]) -> int:
+    code = run(_python(), "-m", "pytest", *extra)
+    if code == 5:
+        print("pytest collected no tests: that is a failure here", file=sys.stderr)
+        return 1
+    return code
+
+
+def cmd_lint(extra: list[str]) -> int:
+    for args in (
+        ("-m", "ruff", "check", "."),
+        ("-m", "ruff", "format", "--check", "."),
+        ("-m", "mypy", "--strict", "pi_trio"),
+    ):
+        code = run(_python(), *args, *extra)
+        if code:
+            return code
+    return 0
+
+
+def cmd_demo(extra: list[str]) -> int:
+    return run(_python(), "-m", "pi_trio", "demo", *extra)
+
+
+COMMANDS = {"test": cmd_test, "lint": cmd_lint, "demo": cmd_demo}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__)
+        return 2
+    ensure_env()
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

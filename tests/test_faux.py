@@ -1,0 +1,183 @@
+"""The scripted model streams like a provider, paced by trio's clock, and stops on cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+MODEL = pt.get_model("faux", "faux-1")
+
+
+async def _collect(scripted: faux.FauxModel, context: pt.Context | None = None) -> list[Any]:
+    events = []
+    async with scripted(MODEL, context or pt.Context(), pt.StreamOptions()) as stream:
+        async for event in stream:
+            events.append(event)
+    return events
+
+
+async def test_text_streams_by_words_then_done() -> None:
+    scripted = faux.FauxModel([faux.assistant_message("Hello there world")])
+    events = await _collect(scripted)
+    assert [e.type for e in events] == [
+        "start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done",
+    ]  # fmt: skip
+    assert "".join(e.delta for e in events if e.type == "text_delta") == "Hello there world"
+    done = events[-1]
+    assert done.reason == "stop"
+    assert done.message.content == [pt.TextContent("Hello there world")]
+    assert (done.message.api, done.message.provider, done.message.model) == (
+        "faux",
+        "faux",
+        "faux-1",
+    )
+
+
+async def test_thinking_and_tool_calls() -> None:
+    script = faux.assistant_message(
+        [faux.thinking("hmm ok"), faux.tool_call("echo", {"text": "x"}, id="c1")]
+    )
+    events = await _collect(faux.FauxModel([script]))
+    types = [e.type for e in events]
+    assert types == [
+        "start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
+        "toolcall_start", "toolcall_delta", "toolcall_end", "done",
+    ]  # fmt: skip
+    assert events[6].delta == '{"text":"x"}'
+    assert events[7].tool_call == pt.ToolCall("c1", "echo", {"text": "x"})
+    assert events[-1].reason == "toolUse"
+    # the scripted message is not consumed or mutated: it can be streamed again
+    assert script.content[1].arguments == {"text": "x"}
+
+
+async def test_partial_grows_in_place() -> None:
+    events = await _collect(faux.FauxModel([faux.assistant_message("a b c")]))
+    partial = events[0].partial
+    assert all(getattr(e, "partial", partial) is partial for e in events)
+    assert partial.content[0].text == "a b c"
+
+
+async def test_error_step_streams_content_then_error() -> None:
+    script = faux.assistant_message("Let me", stop_reason="error", error_message="rate limited")
+    events = await _collect(faux.FauxModel([script]))
+    assert events[-1].type == "error"
+    assert events[-1].error.error_message == "rate limited"
+    assert events[-1].error.content == [pt.TextContent("Let me")]
+
+
+async def test_exception_step_fails_without_start() -> None:
+    events = await _collect(faux.FauxModel([ConnectionError("refused")]))
+    assert [e.type for e in events] == ["error"]
+    assert events[0].error.error_message == "refused"
+    assert events[0].error.content == []
+
+
+async def test_no_more_responses_is_an_error_message() -> None:
+    scripted = faux.FauxModel([])
+    events = await _collect(scripted)
+    assert events[0].error.error_message == faux.NO_MORE_RESPONSES
+    assert scripted.call_count == 1
+
+
+async def test_factory_sees_context_and_call_index() -> None:
+    seen: list[tuple[int, int]] = []
+
+    async def answer(
+        context: pt.Context, options: pt.StreamOptions, index: int
+    ) -> pt.AssistantMessage:
+        seen.append((index, len(context.messages)))
+        return faux.assistant_message(f"call {index}")
+
+    scripted = faux.FauxModel([answer, answer])
+    ctx = pt.Context(messages=[pt.UserMessage("hi")])
+    await _collect(scripted, ctx)
+    events = await _collect(scripted, ctx)
+    assert seen == [(0, 1), (1, 1)]
+    assert events[-1].message.content[0].text == "call 1"
+    assert scripted.calls[1].context is ctx
+
+
+async def test_token_delay_is_paced_by_the_trio_clock(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    stamps: list[float] = []
+    start = trio.current_time()
+    scripted = faux.FauxModel([faux.assistant_message("one two three four")], token_delay=0.5)
+    async with scripted(MODEL, pt.Context(), pt.StreamOptions()) as stream:
+        async for event in stream:
+            if event.type == "text_delta":
+                stamps.append(trio.current_time() - start)
+    assert stamps == [0.5, 1.0, 1.5, 2.0]
+
+
+async def test_cancellation_mid_message_emits_nothing_more(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[str] = []
+    scripted = faux.FauxModel([faux.assistant_message("a b c d e f")], token_delay=1.0)
+    with trio.move_on_after(2.5) as scope:
+        async with scripted(MODEL, pt.Context(), pt.StreamOptions()) as stream:
+            async for event in stream:
+                seen.append(event.type)
+    assert scope.cancelled_caught
+    assert seen == ["start", "text_start", "text_delta", "text_delta"]
+
+
+async def test_already_cancelled_stream_starts_nothing() -> None:
+    seen = []
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        async with faux.FauxModel([faux.assistant_message("x")])(
+            MODEL, pt.Context(), pt.StreamOptions()
+        ) as stream:
+            async for event in stream:
+                seen.append(event)  # pragma: no cover - must not happen
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("chunker", "expected"),
+    [
+        (faux.by_words, [" lead ", "word"]),
+        (faux.by_size(3), [" le", "ad ", "wor", "d"]),
+        (faux.in_pieces(3), [" lea", "d w", "ord"]),
+    ],
+)
+def test_chunkers_cover_the_text(chunker: faux.Chunker, expected: list[str]) -> None:
+    assert list(chunker(" lead word")) == expected
+    assert "".join(chunker(" lead word")) == " lead word"
+    assert list(chunker("")) == [""]
+
+
+async def test_stream_simple_dispatches_on_api_and_reports_empty_script() -> None:
+    message = await pt.complete_simple(MODEL, pt.Context())
+    assert message.stop_reason == "error"
+    assert message.error_message == faux.NO_MORE_RESPONSES
+
+
+def test_unknown_api_is_a_programmer_error() -> None:
+    model = pt.Model(id="x", name="x", api="no-such-api", provider="p", base_url="")
+    with pytest.raises(pt.ProviderNotFoundError, match="no-such-api"):
+        pt.stream_simple(model, pt.Context())
+
+
+async def test_registered_api_is_used_and_its_exceptions_become_errors() -> None:
+    model = pt.Model(id="x", name="x", api="test-broken", provider="p", base_url="")
+
+    async def broken(model: pt.Model, context: pt.Context, options: pt.StreamOptions):  # type: ignore[no-untyped-def]
+        yield pt.providers.MessageBuilder(model).start()
+        raise RuntimeError("kaput")
+
+    pt.register_api("test-broken", broken)
+    try:
+        message = await pt.complete_simple(model, pt.Context())
+    finally:
+        pt.providers.unregister_api("test-broken")
+    assert message.stop_reason == "error"
+    assert message.error_message == "RuntimeError: kaput"

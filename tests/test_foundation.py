@@ -1,0 +1,82 @@
+"""Models, options, the error hierarchy, the data model and the public surface."""
+
+from __future__ import annotations
+
+import pytest
+
+import pi_trio as pt
+from pi_trio.providers._partial_json import parse_partial_json
+
+
+def test_public_names_are_sorted_and_importable() -> None:
+    assert list(pt.__all__) == sorted(pt.__all__)
+    for name in pt.__all__:
+        assert hasattr(pt, name), name
+
+
+def test_get_model_and_unknown_ids() -> None:
+    model = pt.get_model("openai", "gpt-4o-mini")
+    assert model.api == "openai-responses"
+    assert model.cost.input == 0.15
+    with pytest.raises(pt.ProviderNotFoundError, match="known: "):
+        pt.get_model("openai", "gpt-0")
+    with pytest.raises(pt.ProviderNotFoundError, match="unknown provider"):
+        pt.get_model("nobody", "x")
+
+
+def test_env_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
+    assert pt.get_env_api_key("anthropic") == "sk-ant"
+    monkeypatch.setenv("ANTHROPIC_OAUTH_TOKEN", "oauth")
+    assert pt.get_env_api_key("anthropic") == "oauth"
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    assert pt.get_env_api_key("google") is None
+
+
+def test_api_key_never_in_repr() -> None:
+    options = pt.StreamOptions(api_key="sk-secret-123")
+    assert "sk-secret" not in repr(options)
+
+
+def test_error_hierarchy() -> None:
+    for exc in (pt.AgentBusyError, pt.WireFormatError, pt.ToolArgumentError, pt.ContinueError):
+        assert issubclass(exc, pt.PiError)
+
+
+def test_text_accumulates_without_joining_per_delta() -> None:
+    block = pt.TextContent()
+    for _ in range(1000):
+        block.append("ab")
+    assert len(block._parts) == 1001  # nothing joined yet
+    assert block.text == "ab" * 1000
+    assert len(block._parts) == 1  # joined once, cached
+    block.append("c")
+    assert block.text.endswith("abc")
+    assert block == pt.TextContent("ab" * 1000 + "c")
+
+
+def test_assistant_message_tool_calls() -> None:
+    message = pt.AssistantMessage(
+        content=[pt.TextContent("x"), pt.ToolCall("1", "a"), pt.ToolCall("2", "b")],
+        api="a",
+        provider="p",
+        model="m",
+    )
+    assert [c.id for c in message.tool_calls] == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1, "b": "hel', {"a": 1, "b": "hel"}),
+        ('{"a": [1, 2', {"a": [1, 2]}),
+        ('{"a": 1, "b"', {"a": 1}),
+        ('{"a": {"b": tr', {"a": {}}),
+        ("", {}),
+        ("[1,2]", {}),
+        ('{"a": "x\\', {"a": "x"}),
+    ],
+)
+def test_partial_json(text: str, expected: dict[str, object]) -> None:
+    assert parse_partial_json(text) == expected
