@@ -8,6 +8,8 @@ programmer errors and misuse.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AgentBusyError",
     "ContinueError",
@@ -44,7 +46,17 @@ class ContinueError(PiError, ValueError):
 
 
 class ToolArgumentError(PiError, ValueError):
-    """A tool call's arguments failed validation; the text is what the model gets back."""
+    """A tool call's arguments did not validate; ``str(exc)`` is pi's exact error text.
+
+    The loop turns it into the error tool result the model sees. ``problems`` holds the
+    ``path: message`` lines, ``tool_name`` the tool.
+    """
+
+    def __init__(self, message: str, *, tool_name: str = "", problems: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tool_name = tool_name
+        self.problems = tuple(problems)
 
 
 class ProviderNotFoundError(PiError, LookupError):

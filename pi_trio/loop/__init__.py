@@ -1,0 +1,133 @@
+"""The stateless agent loop: pi's double loop on Trio.
+
+``run_agent_loop`` / ``run_agent_loop_continue`` run in the caller's task and send every event
+to a sink; ``agent_loop`` / ``agent_loop_continue`` hand the events out through a memory
+channel. The caller's cancel scope is the one abort source: cancel it (``move_on_after``, a
+nursery shutting down, ``cancel_scope.cancel()``) and the run closes its transcript in pi's
+aborted shape, delivers the closing events within ``config.close_timeout``, then lets
+``Cancelled`` out. Failures of the model, the tools or the hooks never raise: they are
+recorded in the transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import trio
+
+from .._errors import ContinueError
+from ..events import AgentEvent
+from ..messages import AgentMessage
+from ..tools import AgentContext
+from ._config import (
+    AgentLoopConfig,
+    ConvertToLlm,
+    EventSink,
+    GetApiKey,
+    GetMessages,
+    ShouldStopAfterTurn,
+    ShouldStopAfterTurnContext,
+    ToolExecution,
+    TransformContext,
+)
+from ._run import LENGTH_TOOL_TEXT, TranscriptView, default_convert_to_llm, run
+
+__all__ = [
+    "LENGTH_TOOL_TEXT",
+    "AgentLoopConfig",
+    "ConvertToLlm",
+    "EventSink",
+    "GetApiKey",
+    "GetMessages",
+    "ShouldStopAfterTurn",
+    "ShouldStopAfterTurnContext",
+    "ToolExecution",
+    "TranscriptView",
+    "TransformContext",
+    "agent_loop",
+    "agent_loop_continue",
+    "default_convert_to_llm",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+]
+
+
+async def run_agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: EventSink,
+) -> list[AgentMessage]:
+    """Add ``prompts`` to the transcript and run until the agent stops; return the new messages.
+
+    ``context.messages`` is the live transcript: the run appends to it before sending each
+    event, so it is complete and valid when this returns and when ``Cancelled`` propagates.
+    """
+    return await run(list(prompts), context, config, sink)
+
+
+def _check_continuable(messages: Sequence[AgentMessage]) -> None:
+    if not messages:
+        raise ContinueError("Cannot continue: no messages in context")
+    if messages[-1].role == "assistant":
+        raise ContinueError("Cannot continue from message role: assistant")
+
+
+async def run_agent_loop_continue(
+    context: AgentContext, config: AgentLoopConfig, sink: EventSink
+) -> list[AgentMessage]:
+    """Run from the transcript as it is (a retry). Its last message must not be the assistant's:
+    :class:`pt.ContinueError` (pi's texts) otherwise."""
+    _check_continuable(context.messages)
+    return await run(None, context, config, sink)
+
+
+@asynccontextmanager
+async def _channel_run(
+    prompts: Sequence[AgentMessage] | None,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    max_buffer_size: float,
+) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+    send, receive = trio.open_memory_channel[AgentEvent](max_buffer_size)
+
+    async def runner() -> None:
+        async with send:
+            await run(prompts, context, config, send)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner)
+        try:
+            yield receive
+        finally:
+            # Leaving early aborts the run: cancel first, then close the channel so the
+            # closing events fail fast instead of waiting for a reader that is gone.
+            nursery.cancel_scope.cancel()
+            receive.close()
+
+
+def agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    *,
+    max_buffer_size: float = 256,
+) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
+    """``async with agent_loop(...) as events: async for event in events: ...``
+
+    The run goes on in a task of the block's own nursery, sending into a memory channel of
+    ``max_buffer_size`` (it waits when the reader falls that far behind). The channel closes
+    after ``agent_end``. Leaving the block early aborts the run (the transcript is closed in
+    pi's aborted shape); an exception in the block propagates after that.
+    """
+    return _channel_run(list(prompts), context, config, max_buffer_size)
+
+
+def agent_loop_continue(
+    context: AgentContext, config: AgentLoopConfig, *, max_buffer_size: float = 256
+) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
+    """Like :func:`agent_loop`, continuing from the transcript (see
+    :func:`run_agent_loop_continue`)."""
+    _check_continuable(context.messages)
+    return _channel_run(None, context, config, max_buffer_size)

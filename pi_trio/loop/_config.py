@@ -1,0 +1,87 @@
+"""What a run of the loop is configured with: the model, the hooks and the stream options."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol, TypeAlias
+
+import attrs
+
+from ..events import AgentEvent
+from ..messages import AgentMessage, AssistantMessage, Message, ToolResultMessage
+from ..models import Model
+from ..providers import StreamFn, StreamOptions
+from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+
+__all__ = [
+    "AgentLoopConfig",
+    "ConvertToLlm",
+    "EventSink",
+    "GetApiKey",
+    "GetMessages",
+    "ShouldStopAfterTurn",
+    "ShouldStopAfterTurnContext",
+    "ToolExecution",
+    "TransformContext",
+]
+
+ToolExecution: TypeAlias = Literal["parallel", "sequential"]
+
+
+class EventSink(Protocol):
+    """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike."""
+
+    async def send(self, value: AgentEvent, /) -> None: ...
+
+
+@attrs.frozen
+class ShouldStopAfterTurnContext:
+    """Given to ``should_stop_after_turn`` right after each ``turn_end``."""
+
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage]
+    context: AgentContext
+    new_messages: list[AgentMessage]
+
+
+# Hooks may be async (the usual case) or plain functions.
+TransformContext: TypeAlias = Callable[
+    [Sequence[AgentMessage]], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"
+]
+ConvertToLlm: TypeAlias = Callable[
+    [Sequence[AgentMessage]], "Awaitable[Sequence[Message]] | Sequence[Message]"
+]
+GetApiKey: TypeAlias = Callable[[str], "Awaitable[str | None] | str | None"]
+GetMessages: TypeAlias = Callable[[], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"]
+ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "Awaitable[bool] | bool"]
+
+
+@attrs.frozen(kw_only=True)
+class AgentLoopConfig:
+    """Configuration of one run (pi's ``AgentLoopConfig``).
+
+    ``convert_to_llm`` turns the transcript into what the model sees; without it, the user,
+    assistant and tool-result messages are passed and custom messages dropped (pi's default),
+    kept up to date incrementally so a turn costs the same on a long transcript as on a short
+    one. ``transform_context`` (pruning, summarising) runs first. Both get a read-only view of
+    the transcript for that one request.
+
+    ``get_api_key(provider)`` is asked right before every request (expiring tokens);
+    ``stream_options.api_key`` is the fallback. ``close_timeout`` is the grace period, in
+    seconds, for delivering the closing events of an aborted run; the transcript is complete
+    before it starts.
+    """
+
+    model: Model
+    convert_to_llm: ConvertToLlm | None = None
+    transform_context: TransformContext | None = None
+    get_api_key: GetApiKey | None = None
+    should_stop_after_turn: ShouldStopAfterTurn | None = None
+    get_steering_messages: GetMessages | None = None
+    get_follow_up_messages: GetMessages | None = None
+    tool_execution: ToolExecution = "parallel"
+    before_tool_call: BeforeToolCall | None = None
+    after_tool_call: AfterToolCall | None = None
+    stream_fn: StreamFn | None = None
+    stream_options: StreamOptions = attrs.field(factory=StreamOptions)
+    close_timeout: float = 5.0

@@ -1,0 +1,45 @@
+"""Tools: ``AgentTool``, argument validation, ``@tool``, and the tool batch the loop runs."""
+
+from __future__ import annotations
+
+from ._agent_tool import AgentTool, OnUpdate, ToolExecute, ToolExecutionMode
+from ._batch import (
+    ABORTED_TOOL_TEXT,
+    AfterToolCall,
+    BeforeToolCall,
+    Emit,
+    ToolBatch,
+    error_result,
+    exception_text,
+)
+from ._decorator import tool
+from ._hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from ._validation import ArgumentValidator, json_schema_for
+
+__all__ = [
+    "ABORTED_TOOL_TEXT",
+    "AfterToolCall",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "AgentTool",
+    "ArgumentValidator",
+    "BeforeToolCall",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "Emit",
+    "OnUpdate",
+    "ToolBatch",
+    "ToolExecute",
+    "ToolExecutionMode",
+    "error_result",
+    "exception_text",
+    "json_schema_for",
+    "tool",
+]

@@ -1,0 +1,88 @@
+"""``AgentTool``: a tool the loop can validate, execute and describe to a model."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, TypeAlias, cast
+
+import attrs
+import trio
+
+from ..events import ToolResult
+from ..messages import Tool
+from ._validation import ArgumentValidator
+
+__all__ = ["AgentTool", "OnUpdate", "ToolExecute", "ToolExecutionMode"]
+
+ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
+OnUpdate: TypeAlias = Callable[[ToolResult], Awaitable[None]]
+ToolExecute: TypeAlias = Callable[[str, Any, OnUpdate], "Awaitable[ToolResult] | ToolResult"]
+
+
+def _is_async_callable(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+
+
+@attrs.frozen
+class AgentTool:
+    """A tool: what the model sees (name, description, parameters) and how to run it.
+
+    ``parameters`` is an attrs class (arguments are validated against its generated JSON
+    schema, coerced like pi does, then structured into an instance) or a JSON-schema dict
+    (arguments are validated and coerced, and ``execute`` gets the dict).
+
+    ``execute(tool_call_id, params, on_update)`` returns a :class:`pt.ToolResult` (a plain
+    string is accepted as its text). An ``async def`` runs in the loop's task and is stopped at
+    its next ``await`` when the run is aborted: it needs no abort signal. A plain ``def`` runs in
+    a worker thread with ``abandon_on_cancel=True``: on abort the run goes on without waiting
+    for it, and its eventual return value is discarded. ``on_update(partial)`` streams progress
+    as ``tool_execution_update`` events (a sync tool gets a sync ``on_update``).
+
+    ``execution_mode="sequential"`` makes any batch containing this tool run one call at a time.
+    ``prepare_arguments(args) -> args`` may rewrite raw arguments before validation (renamed
+    parameters, legacy shapes).
+    """
+
+    name: str
+    label: str
+    description: str
+    parameters: type[Any] | Mapping[str, Any]
+    execute: ToolExecute
+    execution_mode: ToolExecutionMode | None = None
+    prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    validator: ArgumentValidator = attrs.field(init=False, repr=False, eq=False)
+    spec: Tool = attrs.field(init=False, repr=False, eq=False)
+    is_async: bool = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        validator = ArgumentValidator.for_parameters(self.parameters)
+        object.__setattr__(self, "validator", validator)
+        object.__setattr__(self, "spec", Tool(self.name, self.description, validator.schema))
+        object.__setattr__(self, "is_async", _is_async_callable(self.execute))
+
+    def validate(self, arguments: dict[str, Any]) -> Any:
+        """Validated (and coerced) arguments; :class:`pt.ToolArgumentError` with pi's text."""
+        return self.validator.validate(self.name, arguments)
+
+    async def run(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Any:
+        """Execute the tool; sync tools go to a worker thread that is abandoned on cancel."""
+        if self.is_async:
+            return await self.execute(tool_call_id, params, on_update)  # type: ignore[misc]
+
+        def update_from_thread(partial: ToolResult) -> None:
+            trio.from_thread.run(on_update, partial)
+
+        execute_sync = cast(Callable[[str, Any, Callable[[ToolResult], None]], Any], self.execute)
+        return await trio.to_thread.run_sync(
+            execute_sync,
+            tool_call_id,
+            params,
+            update_from_thread,
+            abandon_on_cancel=True,
+        )

@@ -1,0 +1,288 @@
+"""``@tool``: a tool's name, description and parameter schema, read from a typed function.
+
+Every parameter of the function is a tool argument. Its annotation gives the JSON schema (the
+same rules as ``json_schema_for``), a default makes it optional, and its description comes from
+``Annotated[T, "description"]`` or from the docstring's ``Args:`` section (Google style), its
+``Parameters`` section (NumPy style) or ``:param name:`` lines (Sphinx style). The docstring's
+first paragraph is the tool's description.
+
+The decorator returns an :class:`AgentTool` whose parameters are an attrs class made from the
+signature, so arguments are coerced, validated and structured (nested attrs classes, enums,
+tuples ...) before the function is called with them as keyword arguments. An ``async def`` runs
+in the loop's task; a plain ``def`` in a worker thread. The return value becomes the tool result:
+a ``ToolResult`` as is, a ``str`` as its text, anything else as JSON text with the value in
+``details``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import textwrap
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin, overload
+
+import attrs
+
+from ..events import ToolResult
+from ..messages import TextContent
+from ._agent_tool import AgentTool, OnUpdate, ToolExecutionMode
+
+__all__ = ["parse_docstring", "result_from_value", "tool"]
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> AgentTool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> Callable[[Callable[..., Any]], AgentTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
+    """Describe a function as a tool; use as ``@tool`` or ``@tool(name=..., ...)``.
+
+    ``name`` defaults to the function's name, ``label`` to the name, ``description`` to the
+    docstring's first paragraph. Raises ``TypeError`` for ``*args``/``**kwargs``,
+    positional-only parameters or annotations that have no JSON schema.
+    """
+
+    def decorate(function: Callable[..., Any]) -> AgentTool:
+        return _build(function, name, label, description, execution_mode)
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def _build(
+    fn: Callable[..., Any],
+    name: str | None,
+    label: str | None,
+    description: str | None,
+    execution_mode: ToolExecutionMode | None,
+) -> AgentTool:
+    if not callable(fn):
+        raise TypeError(f"@tool needs a function, got {fn!r}")
+    if execution_mode not in (None, "sequential", "parallel"):
+        raise ValueError(
+            f"execution_mode must be 'sequential' or 'parallel', not {execution_mode!r}"
+        )
+    function_name = getattr(fn, "__name__", type(fn).__name__)
+    tool_name = name or function_name
+    summary, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"@tool {tool_name}: *args/**kwargs cannot be tool arguments")
+        if param.kind is param.POSITIONAL_ONLY:
+            raise TypeError(f"@tool {tool_name}: positional-only parameter {param.name!r}")
+        annotation = hints.get(param.name, Any)
+        metadata: dict[str, str] = {}
+        if param.name in param_docs and not _has_annotated_description(annotation):
+            metadata["description"] = param_docs[param.name]
+        fields[param.name] = attrs.field(
+            type=annotation,
+            default=attrs.NOTHING if param.default is param.empty else param.default,
+            metadata=metadata,
+        )
+    params_cls = attrs.make_class(f"{function_name}_arguments", fields, kw_only=True, frozen=True)
+    field_names = tuple(fields)
+
+    def keywords(params: Any) -> dict[str, Any]:
+        return {field: getattr(params, field) for field in field_names}
+
+    execute: Any
+    if _is_async_callable(fn):
+
+        async def execute_async(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
+            return result_from_value(await fn(**keywords(params)))
+
+        execute = execute_async
+    else:
+
+        def execute_sync(tool_call_id: str, params: Any, on_update: Any) -> ToolResult:
+            return result_from_value(fn(**keywords(params)))
+
+        execute = execute_sync
+    return AgentTool(
+        name=tool_name,
+        label=label or tool_name,
+        description=summary if description is None else description,
+        parameters=params_cls,
+        execute=execute,
+        execution_mode=execution_mode,
+    )
+
+
+def result_from_value(value: Any) -> ToolResult:
+    """A tool function's return value as a :class:`ToolResult`."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult([TextContent(value)])
+    data = attrs.asdict(value) if attrs.has(type(value)) else value
+    return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    while hasattr(fn, "func"):  # functools.partial
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _has_annotated_description(annotation: Any) -> bool:
+    return get_origin(annotation) is Annotated and any(
+        isinstance(m, str) for m in get_args(annotation)[1:]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Docstrings
+# ---------------------------------------------------------------------------------------------
+
+_ARGS_SECTIONS = frozenset(
+    {
+        "args",
+        "arguments",
+        "parameters",
+        "params",
+        "keyword args",
+        "keyword arguments",
+        "other parameters",
+    }
+)
+_OTHER_SECTIONS = frozenset(
+    {
+        "returns",
+        "return",
+        "yields",
+        "yield",
+        "raises",
+        "exceptions",
+        "example",
+        "examples",
+        "note",
+        "notes",
+        "attributes",
+        "see also",
+        "warning",
+        "warnings",
+        "todo",
+        "references",
+    }
+)
+_GOOGLE_HEADER = re.compile(r"(?P<title>[A-Za-z][A-Za-z ]*?)\s*:\s*")
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:\s*(?P<desc>.*)")
+_NUMPY_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?::.*)?")
+_SPHINX_PARAM = re.compile(r":param\s+(?:[^:]*\s)?(?P<name>\w+)\s*:\s*(?P<desc>.*)")
+_UNDERLINE = re.compile(r"\s*-{3,}\s*")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a docstring into (first paragraph, {parameter: description}).
+
+    Understands Google (``Args:``), NumPy (``Parameters`` + dashes) and Sphinx (``:param x:``)
+    conventions; multi-line descriptions are joined with single spaces.
+    """
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    index = 0
+    in_summary = True
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.strip()
+        numpy_title = (
+            stripped.lower()
+            if stripped and index + 1 < len(lines) and _UNDERLINE.fullmatch(lines[index + 1])
+            else None
+        )
+        google = _GOOGLE_HEADER.fullmatch(line)
+        google_title = google["title"].lower() if google else None
+        if numpy_title is not None:
+            in_summary = False
+            index += 2
+            body: list[str] = []
+            while index < len(lines) and not (
+                lines[index].strip()
+                and index + 1 < len(lines)
+                and _UNDERLINE.fullmatch(lines[index + 1])
+            ):
+                body.append(lines[index])
+                index += 1
+            if numpy_title in _ARGS_SECTIONS:
+                params.update(_entries(body, _NUMPY_ENTRY, description_on_first_line=False))
+            continue
+        if google_title in _ARGS_SECTIONS or google_title in _OTHER_SECTIONS:
+            in_summary = False
+            index += 1
+            body = []
+            while index < len(lines) and (
+                not lines[index].strip() or lines[index][:1] in (" ", "\t")
+            ):
+                body.append(lines[index])
+                index += 1
+            if google_title in _ARGS_SECTIONS:
+                params.update(_entries(body, _GOOGLE_ENTRY, description_on_first_line=True))
+            continue
+        sphinx = _SPHINX_PARAM.fullmatch(stripped)
+        if sphinx:
+            in_summary = False
+            parts = [sphinx["desc"].strip()]
+            index += 1
+            while index < len(lines) and lines[index][:1] in (" ", "\t") and lines[index].strip():
+                parts.append(lines[index].strip())
+                index += 1
+            params[sphinx["name"]] = " ".join(p for p in parts if p)
+            continue
+        if in_summary:
+            if stripped:
+                summary.append(stripped)
+            elif summary:
+                in_summary = False
+        index += 1
+    return " ".join(summary), params
+
+
+def _entries(
+    body: list[str], entry: re.Pattern[str], *, description_on_first_line: bool
+) -> dict[str, str]:
+    """Entries of one parameters section: a name line at the base indent, then indented text."""
+    text = textwrap.dedent("\n".join(body))
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line[:1] not in (" ", "\t"):
+            match = entry.fullmatch(line.strip())
+            if match:
+                current = found.setdefault(match["name"], [])
+                if description_on_first_line and match["desc"].strip():
+                    current.append(match["desc"].strip())
+                continue
+        if current is not None:
+            current.append(line.strip())
+    return {name: " ".join(parts) for name, parts in found.items()}

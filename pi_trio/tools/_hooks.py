@@ -1,0 +1,75 @@
+"""The records the loop hands to hooks, and the ones hooks hand back (names follow pi)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..events import ToolResult
+from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent
+
+if TYPE_CHECKING:
+    from ._agent_tool import AgentTool
+
+__all__ = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+]
+
+
+@attrs.define
+class AgentContext:
+    """A run's transcript, system prompt and tools.
+
+    The loop appends to ``messages`` as the run goes (state first, then events), so after a
+    run, or after a cancelled one, ``messages`` is the complete, valid transcript.
+    """
+
+    system_prompt: str = ""
+    messages: list[AgentMessage] = attrs.field(factory=list)
+    tools: Sequence[AgentTool] = ()
+
+
+@attrs.frozen
+class BeforeToolCallContext:
+    """Given to ``before_tool_call`` after the arguments validated, before execution."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    context: AgentContext
+
+
+@attrs.frozen
+class BeforeToolCallResult:
+    """``block=True`` stops the call; the model gets ``reason`` as an error result."""
+
+    block: bool = False
+    reason: str | None = None
+
+
+@attrs.frozen
+class AfterToolCallContext:
+    """Given to ``after_tool_call`` once a tool has run (or failed)."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    result: ToolResult
+    is_error: bool
+    context: AgentContext
+
+
+@attrs.frozen
+class AfterToolCallResult:
+    """Field-by-field overrides of a tool's result; ``None`` keeps the tool's value."""
+
+    content: list[ToolResultContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    terminate: bool | None = None
