@@ -1,4 +1,4 @@
-"""Every wire API against the scripted server: recorded bodies, faults, cancellation, a tool turn."""
+"""Every wire API against the scripted server: recorded bodies, faults, cancel, a tool turn."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ async def test_thinking(spec, server, client) -> None:
         "Let me think."
     )
     assert isinstance(text, pt.TextContent) and text.text == "Answer."
-    assert [e.type for e in events if e.type.startswith("thinking")][0] == "thinking_start"
+    assert next(e.type for e in events if e.type.startswith("thinking")) == "thinking_start"
     assert "thinking_end" in [e.type for e in events]
     if spec.api in ("anthropic-messages", "google-generative-ai", "openai-responses"):
         assert thinking.thinking_signature  # kept for replay to the same model
