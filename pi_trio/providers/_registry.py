@@ -34,6 +34,10 @@ ApiStreamFunction: TypeAlias = Callable[
 
 BUILTIN_APIS: Mapping[str, tuple[str, str]] = {
     "faux": ("pi_trio.providers.faux", "stream_unscripted"),
+    "openai-completions": ("pi_trio.providers.openai_completions", "stream_openai_completions"),
+    "openai-responses": ("pi_trio.providers.openai_responses", "stream_openai_responses"),
+    "anthropic-messages": ("pi_trio.providers.anthropic", "stream_anthropic"),
+    "google-generative-ai": ("pi_trio.providers.google", "stream_google"),
 }
 
 _registered: dict[str, ApiStreamFunction] = {}

@@ -1,0 +1,239 @@
+"""The HTTP layer against a real server on 127.0.0.1: retries, timeouts, errors, the pool."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import trio
+
+from pi_trio.providers._http import (
+    EventSource,
+    ProviderFailure,
+    RequestPolicy,
+    default_client,
+    pool_in_use,
+    redact,
+)
+
+from ._server import SSE, Gate, NeverAnswer, ScriptedServer, Status, sse_events
+
+KEY = "sk-test-SECRET-0123456789"
+FAST = dict(retry_base_delay=0.001, max_retry_delay=1.0)
+
+
+def source(server: ScriptedServer, client: httpx.AsyncClient, **policy: object) -> EventSource:
+    return EventSource(
+        client,
+        server.url + "/v1/x",
+        headers={"authorization": f"Bearer {KEY}"},
+        body={"hello": "world"},
+        policy=RequestPolicy(**{**FAST, **policy}),  # type: ignore[arg-type]
+        secrets=[KEY],
+    )
+
+
+async def drain(src: EventSource) -> list[str]:
+    out = []
+    try:
+        while (event := await src.next_event()) is not None:
+            out.append(event.data)
+    finally:
+        await src.aclose()
+    return out
+
+
+async def failure(src: EventSource) -> ProviderFailure:
+    with pytest.raises(ProviderFailure) as info:
+        await drain(src)
+    return info.value
+
+
+async def test_streams_events_and_sends_body(server, client) -> None:
+    server.script("/v1/x", SSE(sse_events({"n": 1}, {"n": 2}, done="[DONE]")))
+    assert await drain(source(server, client)) == ['{"n": 1}', '{"n": 2}', "[DONE]"]
+    assert server.requests[0].json() == {"hello": "world"}
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert pool_in_use(client) == 0
+
+
+async def test_500_then_success_is_retried(server, client) -> None:
+    server.script("/v1/x", Status(500, {"error": {"message": "boom"}}), SSE(sse_events({"ok": 1})))
+    assert await drain(source(server, client)) == ['{"ok": 1}']
+    assert len(server.requests) == 2
+
+
+async def test_429_retry_after_is_honoured(server, client) -> None:
+    server.script(
+        "/v1/x",
+        Status(429, {"error": {"message": "slow down"}}, headers=[("retry-after", "0.05")]),
+        SSE(sse_events({"ok": 1})),
+    )
+    start = trio.current_time()
+    assert await drain(source(server, client)) == ['{"ok": 1}']
+    assert trio.current_time() - start >= 0.05
+    assert len(server.requests) == 2
+
+
+async def test_retry_after_longer_than_cap_fails_at_once(server, client) -> None:
+    server.script(
+        "/v1/x", Status(429, {"error": {"message": "quota"}}, headers=[("retry-after", "30")])
+    )
+    exc = await failure(source(server, client, max_retry_delay=2.0))
+    assert "HTTP 429" in str(exc) and "quota" in str(exc)
+    assert "retry after 30 s" in str(exc) and "max_retry_delay 2 s" in str(exc)
+    assert len(server.requests) == 1
+
+
+async def test_retries_run_out(server, client) -> None:
+    server.script("/v1/x", Status(503, {"error": {"message": "overloaded"}}))
+    exc = await failure(source(server, client, max_retries=2))
+    assert str(exc) == "HTTP 503 Service Unavailable: overloaded"
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+async def test_client_errors_are_not_retried_and_key_is_redacted(server, client, status) -> None:
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "invalid_request"}}
+    server.script("/v1/x", Status(status, echo))
+    exc = await failure(source(server, client))
+    assert str(exc).startswith(f"HTTP {status} ")
+    assert "Incorrect API key provided: *** (invalid_request)" in str(exc)
+    assert KEY not in str(exc) and KEY not in repr(exc)
+    assert len(server.requests) == 1
+
+
+async def test_disconnect_mid_stream_after_an_event_is_not_retried(server, client) -> None:
+    server.script("/v1/x", SSE(sse_events({"n": 1}), then="disconnect"), SSE(sse_events({"n": 2})))
+    src = source(server, client)
+    try:
+        assert (await src.next_event()).data == '{"n": 1}'  # type: ignore[union-attr]
+        with pytest.raises(ProviderFailure, match="connection closed by the server"):
+            await src.next_event()
+    finally:
+        await src.aclose()
+    assert len(server.requests) == 1
+
+
+async def test_disconnect_before_any_event_is_retried(server, client) -> None:
+    server.script("/v1/x", SSE([": hi\n\n"], then="disconnect"), SSE(sse_events({"n": 2})))
+    assert await drain(source(server, client)) == ['{"n": 2}']
+
+
+async def test_stall_after_headers_hits_idle_timeout(server, client) -> None:
+    server.script("/v1/x", SSE(sse_events({"n": 1}), then="stall"))
+    exc = await failure(source(server, client, idle_timeout=0.2))
+    assert "timeout: no event from the server for 0.2 s" in str(exc)
+    assert pool_in_use(client) == 0
+
+
+async def test_keepalive_drip_does_not_reset_idle_timeout(server, client) -> None:
+    # a comment every 50 ms, forever: bytes keep coming, events never do
+    server.script("/v1/x", SSE([": ping\n\n"] * 1000, interval=0.05))
+    exc = await failure(source(server, client, idle_timeout=0.3))
+    assert "no event from the server for 0.3 s" in str(exc)
+
+
+async def test_never_answers_hits_first_byte_timeout_then_retries(server, client) -> None:
+    server.script("/v1/x", NeverAnswer(), SSE(sse_events({"late": True})))
+    assert await drain(source(server, client, first_byte_timeout=0.2)) == ['{"late": true}']
+    assert len(server.requests) == 2
+
+
+async def test_never_answers_and_no_retries_left(server, client) -> None:
+    server.script("/v1/x", NeverAnswer())
+    exc = await failure(source(server, client, first_byte_timeout=0.1, max_retries=0))
+    assert str(exc) == "timeout: no response from the server within 0.1 s"
+    assert pool_in_use(client) == 0
+
+
+async def test_overall_timeout_bounds_retries(server, client) -> None:
+    server.script("/v1/x", NeverAnswer())
+    exc = await failure(
+        source(server, client, first_byte_timeout=0.1, max_retries=50, timeout=0.35)
+    )
+    assert "timeout" in str(exc)
+    assert len(server.requests) <= 4
+
+
+async def test_connection_refused_is_reported(client) -> None:
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # nothing listens there any more
+    src = EventSource(
+        client,
+        f"http://127.0.0.1:{port}/v1/x",
+        headers={},
+        body=b"{}",
+        policy=RequestPolicy(max_retries=1, **FAST),  # type: ignore[arg-type]
+    )
+    exc = await failure(src)
+    assert str(exc).startswith("connection to 127.0.0.1 failed: ConnectError")
+
+
+async def test_cancel_mid_stream_returns_connection(server, client) -> None:
+    server.script("/v1/x", SSE(sse_events({"n": 1}), then="stall"))
+    src = source(server, client)
+    with trio.move_on_after(0.2) as scope:
+        try:
+            while await src.next_event() is not None:
+                pass
+        finally:
+            await src.aclose()
+    assert scope.cancelled_caught
+    assert pool_in_use(client) == 0
+
+
+async def test_many_cancelled_requests_leak_nothing(server) -> None:
+    """encode/httpcore#1093: cancels under pool contention must not strand connections."""
+    gate = trio.Event()
+    server.script("/v1/x", Gate(gate, SSE(sse_events({"n": 1}))))
+    limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+    async with httpx.AsyncClient(trust_env=False, limits=limits) as small:
+
+        async def one(delay: float) -> None:
+            with trio.move_on_after(delay):
+                await drain(source(server, small))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(200):
+                nursery.start_soon(one, 0.002 * (i % 50))
+            await trio.sleep(0.12)
+            gate.set()  # the survivors finish, freeing slots while others are cancelled
+        assert pool_in_use(small) == 0
+        # and the pool still works
+        server.script("/v1/x", SSE(sse_events({"after": 1})))
+        with trio.fail_after(5):
+            assert await drain(source(server, small)) == ['{"after": 1}']
+
+
+async def test_default_client_is_per_run_and_reused(server) -> None:
+    server.script("/v1/x", SSE(sse_events({"n": 1})))
+    client = default_client()
+    assert default_client() is client
+    assert await drain(source(server, client)) == ['{"n": 1}']
+    assert not client.is_closed
+
+
+def test_default_client_is_closed_when_the_run_ends() -> None:
+    seen: list[httpx.AsyncClient] = []
+
+    async def main() -> None:
+        seen.append(default_client())
+
+    trio.run(main)
+    trio.run(main)
+    assert seen[0] is not seen[1]
+    assert seen[0].is_closed and seen[1].is_closed
+
+
+def test_redact() -> None:
+    assert redact(f"bad key {KEY}!", [KEY, None]) == "bad key ***!"
+    assert redact("abc", ["", None]) == "abc"
+
+
+async def test_repr_hides_headers(client) -> None:
+    src = EventSource(
+        client, "http://127.0.0.1:1/x", headers={"x-api-key": KEY}, body=b"", policy=RequestPolicy()
+    )
+    assert KEY not in repr(src)

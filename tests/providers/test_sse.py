@@ -1,0 +1,76 @@
+"""The SSE parser against the specification's tricky cases and arbitrary chunkings."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pi_trio.providers._sse import SSEEvent, SSEParser
+
+BODY = (
+    b"\xef\xbb\xbf: keep-alive\r\n"
+    b"event: message_start\r\n"
+    b'data: {"a":1}\r\n'
+    b"\r\n"
+    b"data: line one\n"
+    b"data:line two\n"
+    b"id: 7\n"
+    b"\n"
+    b": ping\r"
+    b"\r"
+    b"event: empty\n"
+    b"\n"
+    b"data: caf\xc3\xa9\r\n\r\n"
+    b"data: [DONE]\n\n"
+)
+
+EXPECTED = [
+    SSEEvent('{"a":1}', "message_start"),
+    SSEEvent("line one\nline two", "message", id="7"),
+    SSEEvent("café", "message", id="7"),
+    SSEEvent("[DONE]", "message", id="7"),
+]
+
+
+def parse(chunks: list[bytes]) -> list[SSEEvent]:
+    parser = SSEParser()
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        events.extend(parser.feed(chunk))
+    events.extend(parser.close())
+    return events
+
+
+def test_whole_body() -> None:
+    assert parse([BODY]) == EXPECTED
+
+
+def test_byte_at_a_time() -> None:
+    assert parse([BODY[i : i + 1] for i in range(len(BODY))]) == EXPECTED
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(BODY)), max_size=12))
+def test_any_chunking(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    pieces = [BODY[a:b] for a, b in zip([0, *points], [*points, len(BODY)], strict=True)]
+    assert parse(pieces) == EXPECTED
+
+
+def test_comments_alone_produce_nothing() -> None:
+    assert parse([b": keep-alive\n\n: again\r\n\r\n"]) == []
+
+
+def test_cr_at_chunk_end_waits_for_lf() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"data: x\r") == []
+    assert parser.feed(b"\n") == []
+    assert parser.feed(b"\r\n") == [SSEEvent("x")]
+
+
+def test_unterminated_event_at_close_is_dropped() -> None:
+    # the specification discards an event that never got its blank line
+    assert parse([b"data: done\n\ndata: half"]) == [SSEEvent("done")]
+
+
+def test_field_without_colon_and_unknown_fields() -> None:
+    assert parse([b"data\nfoo: bar\nretry: 50\n\n"]) == [SSEEvent("", retry=50)]
