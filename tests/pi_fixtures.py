@@ -11,8 +11,21 @@ import attrs
 
 import pi_trio as pt
 
-_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "pi-0.73.1"
-FIXTURE_DIR = Path(os.environ.get("PI_TRIO_FIXTURES", _DEFAULT))
+_RELATIVE = Path("shared") / "fixtures" / "pi-0.73.1"
+
+
+def _find_fixtures() -> Path:
+    """``$PI_TRIO_FIXTURES``, else ``shared/fixtures/pi-0.73.1`` beside the checkout or above."""
+    if "PI_TRIO_FIXTURES" in os.environ:
+        return Path(os.environ["PI_TRIO_FIXTURES"])
+    here = Path(__file__).resolve().parents[1]
+    for parent in here.parents:
+        if (parent / _RELATIVE).is_dir():
+            return parent / _RELATIVE
+    return here.parent / _RELATIVE
+
+
+FIXTURE_DIR = _find_fixtures()
 
 
 def fixture_names() -> list[str]:
