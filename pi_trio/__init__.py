@@ -15,6 +15,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
+from .agent import Agent, AgentState
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -94,6 +95,7 @@ from .wire import from_json, register_message_type, to_json
 __all__ = [
     "AfterToolCallContext",
     "AfterToolCallResult",
+    "Agent",
     "AgentBusyError",
     "AgentContext",
     "AgentEnd",
@@ -101,6 +103,7 @@ __all__ = [
     "AgentLoopConfig",
     "AgentMessage",
     "AgentStart",
+    "AgentState",
     "AgentTool",
     "AssistantContent",
     "AssistantMessage",

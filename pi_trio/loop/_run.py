@@ -138,6 +138,7 @@ class _Run:
             default_convert_to_llm(self.transcript) if incremental else None
         )
         self.turn_open = False
+        self.unannounced: list[AgentMessage] = []  # in the transcript, message_start not yet sent
         self.partial: AssistantMessage | None = None
         self.batch: ToolBatch | None = None
         self.ended = False
@@ -202,20 +203,31 @@ class _Run:
         return self.new_messages
 
     async def _body(self, prompts: Sequence[AgentMessage] | None) -> None:
-        for prompt in prompts or ():
-            self._record(prompt)
+        self._take(prompts or ())
         await self.emit(AgentStart())
         self.turn_open = True
         await self.emit(TurnStart())
-        for prompt in prompts or ():
-            await self.emit(MessageStart(prompt))
-            await self.emit(MessageEnd(prompt))
+        await self._announce()
         await self._loop()
 
-    async def _poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
+    def _take(self, messages: Sequence[AgentMessage]) -> bool:
+        """Record new input messages at once (state first); they are announced later."""
+        for message in messages:
+            self._record(message)
+            self.unannounced.append(message)
+        return bool(messages)
+
+    async def _announce(self) -> None:
+        while self.unannounced:
+            message = self.unannounced.pop(0)
+            await self.emit(MessageStart(message))
+            await self.emit(MessageEnd(message))
+
+    async def _poll(self, source: Callable[[], Any] | None) -> bool:
+        """Take queued steering/follow-up messages; True when there were any."""
         if source is None:
-            return []
-        return list(await self._hook(source) or ())
+            return False
+        return self._take(list(await self._hook(source) or ()))
 
     async def _loop(self) -> None:
         config = self.config
@@ -229,11 +241,8 @@ class _Run:
                 else:
                     self.turn_open = True
                     await self.emit(TurnStart())
-                for message in pending:
-                    self._record(message)
-                    await self.emit(MessageStart(message))
-                    await self.emit(MessageEnd(message))
-                pending = []
+                await self._announce()
+                pending = False
 
                 message = await self._assistant_turn()
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
@@ -395,6 +404,9 @@ class _Run:
                 self.turn_open = False
             if not self.turn_open:
                 events.append(TurnStart())
+            for queued in self.unannounced:  # taken from a queue: in the transcript already
+                events += [MessageStart(queued), MessageEnd(queued)]
+            self.unannounced.clear()
             message = self._bare_message(reason, text)
             self._record(message)
             events += [MessageStart(message), MessageEnd(message), TurnEnd(message, [])]

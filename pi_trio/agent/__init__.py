@@ -1,0 +1,27 @@
+"""The stateful ``Agent``: transcript, queues, subscribers and one abort scope over the loop."""
+
+from __future__ import annotations
+
+from ._agent import (
+    BUSY_CONTINUE,
+    BUSY_PROMPT,
+    CONTINUE_FROM_ASSISTANT,
+    NOTHING_TO_CONTINUE,
+    Agent,
+    Listener,
+)
+from ._inbox import QueueMode
+from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
+
+__all__ = [
+    "BUSY_CONTINUE",
+    "BUSY_PROMPT",
+    "CONTINUE_FROM_ASSISTANT",
+    "DEFAULT_MODEL",
+    "NOTHING_TO_CONTINUE",
+    "Agent",
+    "AgentState",
+    "Listener",
+    "QueueMode",
+    "ThinkingLevelSetting",
+]

@@ -1,0 +1,397 @@
+"""``Agent``: pi's stateful shell around the loop, with Trio's cancellation.
+
+A run executes in the task that called :meth:`Agent.prompt` (or :meth:`Agent.continue_`),
+inside one ``trio.CancelScope`` that :meth:`Agent.abort` cancels; no task exists while the agent
+is idle. The agent is its own event sink: for each event it first reduces its state, then awaits
+its listeners in subscription order, then feeds the ``events()`` channels, all by direct calls
+(no memory-channel hop per event). So a listener, and ``before_tool_call``, always see the state
+already updated for the event at hand (pi's barrier).
+
+Steering and follow-up messages go into memory-channel inboxes (:class:`Inbox`); ``steer()``
+and ``follow_up()`` are synchronous and never block. Call them, and every other method, from
+Trio tasks of the same run (from a thread: ``trio.from_thread.run_sync(agent.steer, msg)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeAlias, cast
+
+import attrs
+import trio
+
+from .._errors import AgentBusyError, ContinueError
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    TurnEnd,
+)
+from ..loop import (
+    AgentLoopConfig,
+    ConvertToLlm,
+    GetApiKey,
+    ShouldStopAfterTurn,
+    ToolExecution,
+    TransformContext,
+)
+from ..loop._run import run
+from ..messages import AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage
+from ..providers import StreamFn, StreamOptions
+from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ._inbox import Inbox, QueueMode
+from ._state import AgentState
+from ._subscriptions import Subscription
+
+__all__ = ["Agent", "Listener"]
+
+Listener: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+
+BUSY_PROMPT = (
+    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "or wait for completion."
+)
+BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
+NOTHING_TO_CONTINUE = "No messages to continue from"
+CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
+
+
+# --- state reduction, pi's processEvents: state is updated before listeners see the event ------
+
+
+def _streaming(state: AgentState, event: MessageStart | MessageUpdate) -> None:
+    state.streaming_message = event.message
+
+
+def _message_end(state: AgentState, event: MessageEnd) -> None:
+    state.streaming_message = None
+    state.messages.append(event.message)
+
+
+def _tool_start(state: AgentState, event: ToolExecutionStart) -> None:
+    state.pending_tool_calls = state.pending_tool_calls | {event.tool_call_id}
+
+
+def _tool_end(state: AgentState, event: ToolExecutionEnd) -> None:
+    state.pending_tool_calls = state.pending_tool_calls - {event.tool_call_id}
+
+
+def _turn_end(state: AgentState, event: TurnEnd) -> None:
+    if isinstance(event.message, AssistantMessage) and event.message.error_message:
+        state.error_message = event.message.error_message
+
+
+def _agent_end(state: AgentState, event: AgentEnd) -> None:
+    state.streaming_message = None
+
+
+_REDUCERS: dict[type[Any], Callable[[AgentState, Any], None]] = {
+    MessageUpdate: _streaming,
+    MessageStart: _streaming,
+    MessageEnd: _message_end,
+    ToolExecutionStart: _tool_start,
+    ToolExecutionEnd: _tool_end,
+    TurnEnd: _turn_end,
+    AgentEnd: _agent_end,
+}
+
+
+def _as_message(message: AgentMessage | str) -> AgentMessage:
+    if isinstance(message, str):
+        return UserMessage([TextContent(message)])
+    return message
+
+
+class Agent:
+    """A stateful agent: transcript, tools, queues, subscribers, one abort scope.
+
+    Hooks (``convert_to_llm``, ``transform_context``, ``get_api_key``, ``before_tool_call``,
+    ``after_tool_call``, ``should_stop_after_turn``) are those of :class:`pt.AgentLoopConfig`.
+    ``stream_fn`` defaults to :func:`pt.stream_simple`; ``stream_options`` are the base options
+    of every request (the agent adds ``reasoning`` from ``state.thinking_level`` and
+    ``session_id``). ``close_timeout`` bounds the delivery of the closing events of an aborted
+    run.
+    """
+
+    def __init__(
+        self,
+        initial_state: AgentState | None = None,
+        *,
+        convert_to_llm: ConvertToLlm | None = None,
+        transform_context: TransformContext | None = None,
+        stream_fn: StreamFn | None = None,
+        get_api_key: GetApiKey | None = None,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        should_stop_after_turn: ShouldStopAfterTurn | None = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        tool_execution: ToolExecution = "parallel",
+        session_id: str | None = None,
+        stream_options: StreamOptions | None = None,
+        close_timeout: float = 5.0,
+    ) -> None:
+        self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.stream_fn = stream_fn
+        self.get_api_key = get_api_key
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.should_stop_after_turn = should_stop_after_turn
+        self.tool_execution: ToolExecution = tool_execution
+        self.session_id = session_id
+        self.stream_options = stream_options or StreamOptions()
+        self.close_timeout = close_timeout
+        self._steering = Inbox(steering_mode)
+        self._follow_ups = Inbox(follow_up_mode)
+        self._listeners: tuple[Listener, ...] = ()
+        self._subscriptions: list[Subscription] = []
+        self._scope: trio.CancelScope | None = None
+        self._idle: trio.Event | None = None
+
+    # --- state and queues --------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    @property
+    def is_running(self) -> bool:
+        return self._scope is not None
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_ups.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_ups.mode = mode
+
+    def steer(self, message: AgentMessage | str) -> None:
+        """Queue a message to inject after the current turn (never mid-turn)."""
+        self._steering.put(_as_message(message))
+
+    def follow_up(self, message: AgentMessage | str) -> None:
+        """Queue a message to run only once the agent would otherwise stop."""
+        self._follow_ups.put(_as_message(message))
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_ups.clear()
+
+    def clear_all_queues(self) -> None:
+        self.clear_steering_queue()
+        self.clear_follow_up_queue()
+
+    def has_queued_messages(self) -> bool:
+        return len(self._steering) > 0 or len(self._follow_ups) > 0
+
+    def reset(self) -> None:
+        """Clear the transcript, the runtime state and both queues (pi's ``reset``).
+
+        Raises :class:`pt.AgentBusyError` during a run: ``abort()`` and ``wait_for_idle()``
+        first (the run would otherwise write its transcript back when it ends).
+        """
+        if self._scope is not None:
+            raise AgentBusyError("Cannot reset while a run is active: abort() it first.")
+        state = self._state
+        state.messages = []
+        state.is_streaming = False
+        state.streaming_message = None
+        state.pending_tool_calls = frozenset()
+        state.error_message = None
+        self.clear_all_queues()
+
+    # --- subscribers -------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event, awaited in subscription order.
+
+        A listener returns None or an awaitable. It runs inside the run's cancel scope; one that
+        raises ends the run with an error message (the transcript stays valid). Returns a
+        function that unsubscribes.
+        """
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return unsubscribe
+
+    @asynccontextmanager
+    async def events(
+        self, max_buffer_size: float = 256
+    ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+        """``async with agent.events() as rx: async for event in rx: ...``
+
+        A memory channel of this agent's events from now until the block ends (it spans runs).
+        See :mod:`pi_trio.agent._subscriptions` for what a full buffer does: streaming updates
+        are dropped for that reader, lifecycle events never are.
+        """
+        subscription = Subscription(max_buffer_size)
+        self._subscriptions.append(subscription)
+        try:
+            async with subscription.receive:
+                yield subscription.receive
+        finally:
+            if subscription in self._subscriptions:
+                self._subscriptions.remove(subscription)
+            subscription.close()
+
+    async def send(self, event: AgentEvent) -> None:
+        """The agent's sink: reduce state, await listeners, feed channels (in that order)."""
+        reduce = _REDUCERS.get(type(event))
+        if reduce is not None:
+            reduce(self._state, event)
+        for listener in self._listeners:
+            pending = listener(event)
+            if pending is not None:
+                await pending
+        if self._subscriptions:
+            for subscription in tuple(self._subscriptions):
+                if not subscription.offer(event):
+                    self._subscriptions.remove(subscription)
+
+    # --- runs --------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> None:
+        """Run the agent on a new prompt until it stops; returns when the run is over.
+
+        ``input`` is a text (with optional ``images``), a message, or a list of messages.
+        Raises :class:`pt.AgentBusyError` if a run is active. Model and tool failures do not
+        raise: they are in the transcript and in ``state.error_message``. ``abort()`` ends the
+        run and this returns normally; a cancellation from the caller's own scope ends the run
+        the same way and then propagates.
+        """
+        if self._scope is not None:
+            raise AgentBusyError(BUSY_PROMPT)
+        if isinstance(input, str):
+            content: list[TextContent | ImageContent] = [TextContent(input), *(images or ())]
+            messages: list[AgentMessage] = [UserMessage(content)]
+        elif isinstance(input, list | tuple):
+            messages = list(input)
+        else:
+            messages = [cast(AgentMessage, input)]
+        await self._run(messages)
+
+    async def continue_(self) -> None:
+        """Continue from the transcript (a retry, or after adding tool results yourself).
+
+        From an assistant tail, a queued steering message (else a follow-up) becomes the prompt;
+        with nothing queued this raises :class:`pt.ContinueError` (pi's texts).
+        """
+        if self._scope is not None:
+            raise AgentBusyError(BUSY_CONTINUE)
+        messages = self._state.messages
+        if not messages:
+            raise ContinueError(NOTHING_TO_CONTINUE)
+        if messages[-1].role == "assistant":
+            steering = self._steering.drain()
+            if steering:
+                await self._run(steering, skip_initial_steering_poll=True)
+                return
+            follow_ups = self._follow_ups.drain()
+            if follow_ups:
+                await self._run(follow_ups)
+                return
+            raise ContinueError(CONTINUE_FROM_ASSISTANT)
+        await self._run(None)
+
+    def abort(self) -> None:
+        """Abort the active run, if any (idempotent; does nothing while idle)."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def wait_for_idle(self) -> None:
+        """Return once no run is active (at once, after a checkpoint, when idle)."""
+        idle = self._idle
+        if idle is not None and self._scope is not None:
+            await idle.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+
+    def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
+        state = self._state
+        skip = skip_initial_steering_poll
+        steering = self._steering
+
+        def get_steering_messages() -> list[AgentMessage]:
+            nonlocal skip
+            if skip:
+                skip = False
+                return []
+            return steering.drain()
+
+        options = self.stream_options
+        reasoning = None if state.thinking_level == "off" else state.thinking_level
+        if options.reasoning != reasoning or (self.session_id and not options.session_id):
+            options = attrs.evolve(
+                options, reasoning=reasoning, session_id=options.session_id or self.session_id
+            )
+        return AgentLoopConfig(
+            model=state.model,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            should_stop_after_turn=self.should_stop_after_turn,
+            get_steering_messages=get_steering_messages,
+            get_follow_up_messages=self._follow_ups.drain,
+            tool_execution=self.tool_execution,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            stream_fn=self.stream_fn,
+            stream_options=options,
+            close_timeout=self.close_timeout,
+        )
+
+    async def _run(
+        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool = False
+    ) -> None:
+        state = self._state
+        scope = self._scope = trio.CancelScope()
+        self._idle = trio.Event()
+        state.is_streaming = True
+        state.streaming_message = None
+        state.error_message = None
+        context = AgentContext(state.system_prompt, list(state.messages), list(state.tools))
+        try:
+            with scope:
+                await run(prompts, context, self._config(skip_initial_steering_poll), self)
+        finally:
+            # The loop's transcript is complete even when closing events were not delivered.
+            state.messages = context.messages
+            last = context.messages[-1] if context.messages else None
+            if isinstance(last, AssistantMessage) and last.error_message:
+                state.error_message = last.error_message
+            state.is_streaming = False
+            state.streaming_message = None
+            state.pending_tool_calls = frozenset()
+            self._scope = None
+            self._idle.set()
+
+    def __repr__(self) -> str:
+        status = "running" if self._scope is not None else "idle"
+        return (
+            f"<Agent {status} model={self._state.model.provider}/{self._state.model.id} "
+            f"messages={len(self._state.messages)}>"
+        )

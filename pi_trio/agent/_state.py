@@ -1,0 +1,71 @@
+"""``AgentState``: the transcript and settings an ``Agent`` owns, plus its runtime status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeAlias
+
+import attrs
+
+from ..messages import AgentMessage, AssistantMessage
+from ..models import Model, ModelCost
+from ..tools import AgentTool
+
+__all__ = ["DEFAULT_MODEL", "AgentState", "ThinkingLevelSetting"]
+
+ThinkingLevelSetting: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+DEFAULT_MODEL = Model(
+    id="unknown",
+    name="unknown",
+    api="unknown",
+    provider="unknown",
+    base_url="",
+    input=(),
+    cost=ModelCost(),
+    context_window=0,
+    max_tokens=0,
+)
+"""pi's placeholder model: set ``state.model`` before prompting."""
+
+
+def _tools(value: Iterable[AgentTool]) -> list[AgentTool]:
+    return list(value)
+
+
+def _messages(value: Iterable[AgentMessage]) -> list[AgentMessage]:
+    return list(value)
+
+
+@attrs.define(kw_only=False)
+class AgentState:
+    """What an agent works with (assignable) and how its current run stands (read-only).
+
+    Assigning ``tools`` or ``messages`` stores a copy of the given sequence, like pi. While a run
+    is active, ``messages`` grows at each ``message_end`` (before listeners see the event);
+    ``streaming_message`` is the assistant message being streamed; ``pending_tool_calls`` the
+    ids of tools running. When the run ends, ``messages`` is the run's complete transcript even
+    if some closing events could not be delivered.
+    """
+
+    system_prompt: str = ""
+    model: Model = DEFAULT_MODEL
+    thinking_level: ThinkingLevelSetting = "off"
+    tools: list[AgentTool] = attrs.field(
+        factory=list, converter=_tools, on_setattr=attrs.setters.convert
+    )
+    messages: list[AgentMessage] = attrs.field(
+        factory=list, converter=_messages, on_setattr=attrs.setters.convert
+    )
+    is_streaming: bool = attrs.field(default=False, init=False)
+    streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
+    pending_tool_calls: frozenset[str] = attrs.field(default=frozenset(), init=False)
+    error_message: str | None = attrs.field(default=None, init=False)
+
+    @property
+    def last_assistant_message(self) -> AssistantMessage | None:
+        """The most recent assistant message of the transcript, if any."""
+        for message in reversed(self.messages):
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
