@@ -29,15 +29,7 @@ DEFAULT_MODEL = Model(
 """pi's placeholder model: set ``state.model`` before prompting."""
 
 
-def _tools(value: Iterable[AgentTool]) -> list[AgentTool]:
-    return list(value)
-
-
-def _messages(value: Iterable[AgentMessage]) -> list[AgentMessage]:
-    return list(value)
-
-
-@attrs.define(kw_only=False)
+@attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
     """What an agent works with (assignable) and how its current run stands (read-only).
 
@@ -51,16 +43,30 @@ class AgentState:
     system_prompt: str = ""
     model: Model = DEFAULT_MODEL
     thinking_level: ThinkingLevelSetting = "off"
-    tools: list[AgentTool] = attrs.field(
-        factory=list, converter=_tools, on_setattr=attrs.setters.convert
-    )
-    messages: list[AgentMessage] = attrs.field(
-        factory=list, converter=_messages, on_setattr=attrs.setters.convert
-    )
+    # Copies on assignment are made by the properties below; plain attribute writes elsewhere
+    # (the run updates this state for every event) stay as cheap as Python allows.
+    _tools: list[AgentTool] = attrs.field(factory=list, converter=list, alias="tools")
+    _messages: list[AgentMessage] = attrs.field(factory=list, converter=list, alias="messages")
     is_streaming: bool = attrs.field(default=False, init=False)
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
     pending_tool_calls: frozenset[str] = attrs.field(default=frozenset(), init=False)
     error_message: str | None = attrs.field(default=None, init=False)
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, value: Iterable[AgentTool]) -> None:
+        self._tools = list(value)
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: Iterable[AgentMessage]) -> None:
+        self._messages = list(value)
 
     @property
     def last_assistant_message(self) -> AssistantMessage | None:

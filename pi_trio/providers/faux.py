@@ -19,6 +19,7 @@ emits nothing more: building the aborted message is the loop's job.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import json
 import re
@@ -168,10 +169,10 @@ class FauxModel:
         self.chunker = chunker
         self.token_delay = token_delay
         self.calls: list[FauxCall] = []
-        self._pending: list[FauxResponse] = list(responses)
+        self._pending: collections.deque[FauxResponse] = collections.deque(responses)
 
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
-        self._pending = list(responses)
+        self._pending = collections.deque(responses)
 
     def append_responses(self, responses: Iterable[FauxResponse]) -> None:
         self._pending.extend(responses)
@@ -195,7 +196,7 @@ class FauxModel:
         """Take the next step of the script (at call time, like pi) and stream it."""
         index = len(self.calls)
         self.calls.append(FauxCall(model, context, options))
-        step = self._pending.pop(0) if self._pending else None
+        step = self._pending.popleft() if self._pending else None
         return aclosing(self._generate(step, model, context, options, index))
 
     async def _generate(
