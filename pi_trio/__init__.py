@@ -5,7 +5,7 @@ The public API is what this module exports; the submodules' private names may ch
 
 from __future__ import annotations
 
-from . import wire
+from . import proxy, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -80,6 +80,7 @@ from .providers import (
     register_api,
     stream_simple,
 )
+from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -121,6 +122,8 @@ __all__ = [
     "ModelCost",
     "PiError",
     "ProviderNotFoundError",
+    "ProxyServer",
+    "ProxyStream",
     "ShouldStopAfterTurnContext",
     "StopReason",
     "StreamDone",
@@ -167,10 +170,13 @@ __all__ = [
     "get_model",
     "json_schema_for",
     "list_models",
+    "proxy",
     "register_api",
     "register_message_type",
     "run_agent_loop",
     "run_agent_loop_continue",
+    "serve_proxy",
+    "stream_proxy",
     "stream_simple",
     "to_json",
     "tool",

@@ -72,7 +72,7 @@ from .messages import (
 )
 from .models import Model, ModelCost
 
-__all__ = ["converter", "from_json", "register_message_type", "to_json"]
+__all__ = ["converter", "from_json", "register_message_type", "register_records", "to_json"]
 
 T = TypeVar("T")
 
@@ -424,6 +424,26 @@ def register_message_type(cls: type[Any], role: str | None = None) -> None:
     has_role_field = "role" in attrs.fields_dict(cls)
     _register_record(cls, None if has_role_field else ("role", role))
     _custom_messages[role] = cls
+
+
+def register_records(*classes: type[Any], union: Any = None) -> None:
+    """Put attrs classes defined outside the data model on the one converter.
+
+    For protocol records such as :mod:`pi_trio.proxy`'s events: keys in camelCase, fields
+    whose default is ``None`` omitted while ``None``; a class with a string ``type`` class
+    attribute is written with that tag first. With ``union`` (a union of those tagged
+    classes), ``from_json(data, union)`` picks the class by ``data["type"]``.
+    """
+    tagged = []
+    for cls in classes:
+        tag = getattr(cls, "type", None)
+        if isinstance(tag, str) and "type" not in attrs.fields_dict(cls):
+            _register_record(cls, ("type", tag), _optional_fields(cls))
+            tagged.append(cls)
+        else:
+            _register_record(cls, None, _optional_fields(cls))
+    if union is not None:
+        _register_union(union, "type", _tags(*tagged), "type")
 
 
 # --- entry points ---------------------------------------------------------------------------

@@ -130,8 +130,14 @@ async def run_wire_stream(
     decoder: Decoder,
     options: StreamOptions,
     api_key: str | None,
+    *,
+    emit_start: bool = True,
 ) -> AsyncGenerator[StreamEvent, None]:
-    """Send ``request`` and yield what ``decoder`` makes of the answer (see module doc)."""
+    """Send ``request`` and yield what ``decoder`` makes of the answer (see module doc).
+
+    ``emit_start=False`` leaves ``StreamStart`` to the decoder (the proxy protocol sends its
+    own "start" event).
+    """
     client = options.http_client or default_client()
     source = EventSource(
         client,
@@ -149,7 +155,8 @@ async def run_wire_stream(
                 event = await source.next_event()
                 if not started:
                     started = True
-                    yield builder.start()
+                    if emit_start:
+                        yield builder.start()
                 try:
                     out = list(decoder.finish() if event is None else decoder.feed(event))
                 except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
