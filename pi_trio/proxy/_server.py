@@ -85,7 +85,8 @@ class ProxyServer:
     you would give the keys to anyway. ``max_body_bytes``: larger bodies get 413.
     ``header_timeout``: seconds to receive the whole request. ``request_timeout``: seconds
     for the whole streamed answer (``None``: no limit); when it runs out the client gets an
-    ``error`` event. ``max_retry_delay`` caps what a client may ask for. ``cors_origins``:
+    ``error`` event. ``max_retries`` and ``max_retry_delay`` (a cap on what a client may
+    ask for) govern the upstream request's retries. ``cors_origins``:
     browser origins allowed to call (``"*"`` for any); none by default.
     """
 
@@ -101,6 +102,7 @@ class ProxyServer:
     header_timeout: float = 30.0
     request_timeout: float | None = 600.0
     max_retry_delay: float = 60.0
+    max_retries: int = 2
     cors_origins: Sequence[str] = ()
     _served: dict[tuple[str, str], Model] | None = attrs.field(init=False, default=None)
     _expected: bytes = attrs.field(init=False, repr=False, default=b"")
@@ -154,19 +156,21 @@ class ProxyServer:
                 return
         if reading.cancelled_caught:
             if exchange.request is not None and exchange.status is None:
-                await self._reject(exchange, _Reject(408, "request not received in time"))
+                reject = _Reject(408, "request not received in time")
+                await self._reject(exchange, reject, linger=False)
             return
         if request is None:  # a CORS preflight, answered
             return
         await self._answer(exchange, request)
 
-    async def _reject(self, exchange: Exchange, reject: _Reject) -> None:
+    async def _reject(self, exchange: Exchange, reject: _Reject, *, linger: bool = True) -> None:
         if exchange.request is not None:
             target = exchange.request.target.decode(errors="replace")
             logger.info("pi proxy: %s -> %d %s", target, reject.status, reject.message)
         with trio.move_on_after(_TRAILER_SECONDS):
             await exchange.send_error(reject.status, reject.message, reject.headers)
-            await exchange.linger()
+            if linger:  # not for a client too slow to send its request at all
+                await exchange.linger()
 
     async def _read_request(self, exchange: Exchange) -> ProxyRequest | None:
         head = exchange.request
@@ -264,6 +268,7 @@ class ProxyServer:
             headers=asked.headers,
             metadata=asked.metadata,
             http_client=self.http_client,
+            max_retries=self.max_retries,
             max_retry_delay=retry_delay,
         )
 

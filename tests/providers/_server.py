@@ -5,7 +5,9 @@ nothing else. Each path has a queue of replies; a request takes the next one
 (the last reply repeats). Replies cover the recorded-style SSE bodies and the
 faults the providers must survive: disconnect mid-stream, malformed events,
 error statuses with Retry-After, a stall after the headers, a server that never
-answers, and a slow drip of keep-alive bytes.
+answers, and a slow drip of keep-alive bytes. A stalled or unanswered connection stays open
+until the client closes it, which is counted (:meth:`ScriptedServer.wait_for_hangups`): that
+is how a test sees a cancelled request reach the server.
 
 Every request is recorded (path, headers, parsed JSON body) for assertions.
 """
@@ -94,6 +96,8 @@ class ScriptedServer:
         self.port = 0
         self.requests: list[Recorded] = []
         self.connections = 0
+        self.hangups = 0
+        self._hangup = trio.Event()
         self._routes: dict[str, list[Reply]] = {}
 
     @property
@@ -108,6 +112,22 @@ class ScriptedServer:
         if not queue:
             return Status(404, {"error": {"message": f"no script for {path}"}})
         return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    async def wait_for_hangups(self, count: int = 1) -> None:
+        """Wait until clients have closed ``count`` stalled or unanswered connections."""
+        while self.hangups < count:
+            await self._hangup.wait()
+
+    async def _until_hangup(self, stream: trio.SocketStream) -> None:
+        """Keep a connection open and silent until the client closes it, and count that."""
+        try:
+            while await stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        self.hangups += 1
+        self._hangup.set()
+        self._hangup = trio.Event()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -174,7 +194,8 @@ class ScriptedServer:
             await reply.event.wait()
             reply = reply.reply
         if isinstance(reply, NeverAnswer):
-            await trio.sleep_forever()
+            await self._until_hangup(stream)
+            return False
         if isinstance(reply, Status):
             payload = b"" if reply.body is None else json.dumps(reply.body).encode()
             headers = [("content-type", "application/json"), ("content-length", str(len(payload)))]
@@ -195,6 +216,7 @@ class ScriptedServer:
         if reply.then == "disconnect":
             return False
         if reply.then == "stall":
-            await trio.sleep_forever()
+            await self._until_hangup(stream)
+            return False
         await self._send(stream, conn, h11.EndOfMessage())
         return True
