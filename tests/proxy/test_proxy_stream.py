@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AbstractAsyncContextManager, aclosing
+from contextlib import aclosing
 from typing import Any
 
 import attrs
@@ -17,6 +17,7 @@ from pi_trio.providers._http import pool_in_use
 
 from ..providers._bodies import COMPLETIONS
 from ..providers._server import SSE, ScriptedServer, Status
+from ._endless import Endless
 from .conftest import TOKEN, StartProxy
 
 WEATHER = pt.Tool(
@@ -335,27 +336,7 @@ async def test_client_disconnect_cancels_the_upstream_request(
 async def test_a_cancelled_client_cancels_the_upstream_stream(
     start_proxy: StartProxy, client
 ) -> None:
-    reached = trio.Event()
-    closed: list[BaseException | None] = []
-
-    def endless(
-        model: pt.Model, ctx: pt.Context, options: pt.StreamOptions
-    ) -> AbstractAsyncContextManager[AsyncIterator[pt.StreamEvent]]:
-        async def gen() -> AsyncGenerator[pt.StreamEvent, None]:
-            builder = MessageBuilder(model)
-            yield builder.start()
-            yield builder.text_start()
-            yield builder.text_delta(0, "tick")
-            reached.set()
-            try:
-                await trio.sleep_forever()
-            except BaseException as exc:
-                closed.append(exc)
-                raise
-            yield builder.done()
-
-        return aclosing(gen())
-
+    endless = Endless()
     server = await start_proxy(stream_fn=endless)
     stream = pt.stream_proxy(server.url, TOKEN, http_client=client)
     received: list[str] = []
@@ -365,12 +346,11 @@ async def test_a_cancelled_client_cancels_the_upstream_stream(
                 async for event in events:
                     received.append(event.type)
                     if event.type == "text_delta":
-                        await reached.wait()
+                        await endless.reached.wait()
                         scope.cancel()
-        while not closed:
-            await trio.sleep(0.01)
+        await endless.closed.wait()
     assert received == ["start", "text_start", "text_delta"]
-    assert isinstance(closed[0], trio.Cancelled)
+    assert isinstance(endless.closed_by, trio.Cancelled)
     assert pool_in_use(client) == 0
     await check_serving(server, client)
 
