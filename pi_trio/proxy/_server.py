@@ -156,8 +156,8 @@ class ProxyServer:
                 return
         if reading.cancelled_caught:
             if exchange.request is not None and exchange.status is None:
-                reject = _Reject(408, "request not received in time")
-                await self._reject(exchange, reject, linger=False)
+                too_slow = _Reject(408, "request not received in time")
+                await self._reject(exchange, too_slow, linger=False)
             return
         if request is None:  # a CORS preflight, answered
             return
