@@ -70,6 +70,8 @@ class Exchange:
 
     async def read_body(self, limit: int) -> bytes:
         """The whole body; :class:`BodyTooLarge` as soon as it exceeds ``limit`` bytes."""
+        if self.conn.they_are_waiting_for_100_continue:  # curl, for bodies over 1 KiB
+            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         body = bytearray()
         while True:
             event = await self._next_event()

@@ -287,6 +287,12 @@ class ProxyServer:
         except ProviderNotFoundError as exc:
             await self._reject(exchange, _Reject(400, f"model.api: {exc}"))
             return
+        except Exception as exc:  # get_api_key or stream_fn failed before streaming
+            logger.exception("pi proxy: could not start the upstream request")
+            await self._reject(
+                exchange, _Reject(500, f"upstream setup failed: {type(exc).__name__}")
+            )
+            return
         logger.info("pi proxy: streaming %s/%s", model.provider, model.id)
         await exchange.start_response(200, _SSE_HEADERS)
         hung_up = False

@@ -13,6 +13,8 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import MessageBuilder, faux
 
+from ..providers._bodies import COMPLETIONS
+from ..providers._server import SSE, ScriptedServer
 from .conftest import TOKEN, StartProxy
 
 MODEL = pt.get_model("faux", "faux-1")
@@ -217,3 +219,49 @@ async def test_serve_proxy_and_run_proxy_server_entry_points(client) -> None:
         response = await client.post(url + "/api/stream", json=body())
         assert response.status_code == 401
         nursery.cancel_scope.cancel()
+
+
+async def test_expect_100_continue_is_answered(start_proxy: StartProxy) -> None:
+    server = await start_proxy(stream_fn=faux.FauxModel([faux.assistant_message("ok")]))
+    assert server.bound_port is not None
+    payload = json.dumps(body()).encode()
+    head = (
+        f"POST /api/stream HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n"
+        f"content-length: {len(payload)}\r\nexpect: 100-continue\r\n\r\n"
+    )
+    with trio.fail_after(5):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.bound_port)
+        await stream.send_all(head.encode())
+        assert (await stream.receive_some(1000)).startswith(b"HTTP/1.1 100 ")
+        await stream.send_all(payload)
+        reply = b""
+        while chunk := await stream.receive_some(1000):
+            reply += chunk
+        await stream.aclose()
+    assert reply.startswith(b"HTTP/1.1 200 ") and b'"type":"done"' in reply
+
+
+async def test_keys_come_from_get_api_key(
+    start_proxy: StartProxy, upstream: ScriptedServer, client
+) -> None:
+    model = COMPLETIONS.model(upstream.url)
+    asked: list[str] = []
+
+    async def get_api_key(provider: str) -> str:
+        asked.append(provider)
+        if len(asked) > 1:
+            raise RuntimeError("key vault down: sk-never-shown")
+        return "sk-server-side-key"
+
+    server = await start_proxy(models=[model], get_api_key=get_api_key)
+    upstream.script(COMPLETIONS.path, SSE(COMPLETIONS.text))
+    request = body(model=pt.to_json(model))
+    response = await post(client, server, json=request, headers=AUTH)
+    assert response.status_code == 200
+    assert upstream.requests[0].headers["authorization"] == "Bearer sk-server-side-key"
+    response = await post(client, server, json=request, headers=AUTH)
+    assert (response.status_code, response.json()) == (
+        500,
+        {"error": "upstream setup failed: RuntimeError"},
+    )
+    assert asked == ["openai", "openai"]
