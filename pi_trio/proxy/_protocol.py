@@ -218,7 +218,7 @@ def request_body(model: Model, context: Context, options: StreamOptions) -> dict
         headers=dict(options.headers) if options.headers is not None else None,
         metadata=dict(options.metadata) if options.metadata is not None else None,
         thinking_budgets=options.thinking_budgets,
-        max_retry_delay_ms=options.max_retry_delay * 1000,
+        max_retry_delay_ms=round(options.max_retry_delay * 1000),
     )
     return {
         "model": wire.to_json(model),

@@ -60,7 +60,8 @@ async def test_sends_pis_request(upstream: ScriptedServer, client) -> None:
         "tools": [],
     }
     # only what pi's buildProxyRequestOptions sends, undefined ones left out
-    assert body["options"] == {"temperature": 0.5, "reasoning": "low", "maxRetryDelayMs": 60000.0}
+    assert body["options"] == {"temperature": 0.5, "reasoning": "low", "maxRetryDelayMs": 60000}
+    assert isinstance(body["options"]["maxRetryDelayMs"], int)  # milliseconds, like pi
     assert final(events).usage.total_tokens == 8
 
 
