@@ -1,0 +1,137 @@
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc`` and ``serve``.
+
+``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
+status; usage problems (an unknown model, a missing API key) are one line on stderr and
+status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from .._version import __version__
+from ._models import SCRIPTED, CliError, resolve_model
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["CliError", "build_parser", "main"]
+
+
+def _delay(value: str) -> float:
+    seconds = float(value)
+    if not 0 <= seconds <= 10:
+        raise argparse.ArgumentTypeError("must be between 0 and 10 seconds")
+    return seconds
+
+
+def _port(value: str) -> int:
+    port = int(value)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError("must be between 0 and 65535")
+    return port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pi-trio",
+        description="A Trio-native agent loop (pi's agent core). Start with: pi-trio demo",
+    )
+    parser.add_argument("--version", action="version", version=f"pi-trio {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def model_options(sub: argparse.ArgumentParser, default: str | None, delay: float) -> None:
+        sub.add_argument(
+            "--model",
+            default=default,
+            metavar="PROVIDER/ID",
+            help=f"a registry model such as anthropic/claude-sonnet-4-5 (its API key must be set "
+            f"in the environment), or {SCRIPTED!r} for the scripted model (default: "
+            f"{default or 'the scripted demo model'})",
+        )
+        sub.add_argument(
+            "--delay",
+            type=_delay,
+            default=delay,
+            metavar="SECONDS",
+            help=f"scripted model only: pause before each streamed word (default {delay})",
+        )
+
+    demo = commands.add_parser(
+        "demo", help="a short scripted session: streaming, parallel tools, steering, abort"
+    )
+    model_options(demo, None, 0.015)
+
+    chat = commands.add_parser("chat", help="an interactive chat with example tools")
+    model_options(chat, SCRIPTED, 0.03)
+    chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
+
+    rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
+    model_options(rpc, SCRIPTED, 0.02)
+
+    serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
+    model_options(serve, SCRIPTED, 0.02)
+    serve.add_argument("--port", type=_port, required=True, help="TCP port (0: any free port)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pi-trio`` command line; returns the process exit status."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return _dispatch(args)
+    except CliError as exc:
+        print(f"pi-trio: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from ._agents import SYSTEM_PROMPT, agent_factory
+
+    if args.command == "demo":
+        from ._demo import run_demo
+
+        model = None if args.model in (None, SCRIPTED) else resolve_model(args.model)
+        result = trio.run(lambda: run_demo(model=model, token_delay=args.delay))
+        return 0 if not result.problems else 1
+
+    make_agent = agent_factory(
+        args.model, token_delay=args.delay, system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT
+    )
+    if args.command == "chat":
+        return trio.run(_chat, make_agent)
+    if args.command == "rpc":
+        from ._rpc import run_stdio
+
+        trio.run(run_stdio, make_agent)
+        return 0
+    if args.command == "serve":
+        return trio.run(_serve, make_agent, args.host, args.port)
+    raise AssertionError(args.command)
+
+
+async def _chat(make_agent: Callable[[], Agent]) -> int:
+    from ._chat import ChatSession
+
+    return await ChatSession(make_agent()).run()
+
+
+async def _serve(make_agent: Callable[[], Agent], host: str, port: int) -> int:
+    from ._rpc import serve_tcp_rpc
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(serve_tcp_rpc, make_agent, port, host)
+        for listener in listeners:
+            address = listener.socket.getsockname()
+            print(f"listening on {address[0]}:{address[1]}", flush=True)
+    return 0

@@ -1,0 +1,42 @@
+"""Building the agents the commands run: the scripted model or a real one, with tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..agent import Agent, AgentState
+from ._canned import CannedModel
+from ._models import SCRIPTED, resolve_model
+from ._tools import example_tools
+
+__all__ = ["SYSTEM_PROMPT", "agent_factory"]
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant in a terminal. You can tell the time, do arithmetic and read "
+    "text files under the current directory with your tools. Be brief."
+)
+
+
+def agent_factory(
+    spec: str, *, token_delay: float, system_prompt: str = SYSTEM_PROMPT
+) -> Callable[[], Agent]:
+    """A function making a fresh agent per call, for ``--model spec``.
+
+    ``spec`` is ``faux`` (the canned scripted model, streaming a word every ``token_delay``
+    seconds) or ``provider/id``; the model and its key are checked here, once, so a bad
+    ``--model`` fails before anything runs (:class:`CliError`).
+    """
+    if spec == SCRIPTED:
+
+        def scripted() -> Agent:
+            canned = CannedModel(token_delay=token_delay)
+            state = AgentState(system_prompt=system_prompt, model=canned.model, tools=example_tools())
+            return Agent(state, stream_fn=canned)
+
+        return scripted
+    model = resolve_model(spec)
+
+    def real() -> Agent:
+        return Agent(AgentState(system_prompt=system_prompt, model=model, tools=example_tools()))
+
+    return real

@@ -1,0 +1,310 @@
+"""The JSON-lines protocol of ``pi-trio rpc`` (stdin/stdout) and ``pi-trio serve`` (TCP).
+
+One :class:`RpcSession` drives one agent from one line transport. Each input line is a command
+object with a ``type`` and an optional ``id``; each is answered by one ``response`` line that
+echoes both. Every agent event is written as a line of pi's JSON (``pt.to_json(event)``). A
+prompt runs in a task of the session's nursery, so ``steer``, ``follow_up``, ``abort`` and
+``get_state`` are served while it streams. A line that is not valid JSON, not an object, of an
+unknown type, or whose message does not fit pi's wire format gets an error response; the
+session and the agent go on untouched. The protocol is documented in docs/rpc.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from .._errors import PiError, WireFormatError
+from ..agent import Agent
+from ..events import AgentEvent
+from ..messages import AgentMessage, ImageContent
+from ..wire import from_json, to_json
+from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
+
+__all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
+
+COMMANDS = ("abort", "follow_up", "get_state", "prompt", "reset", "steer")
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out; its text goes into the error response."""
+
+
+def encode(value: Any) -> bytes:
+    """One protocol line (without the newline): compact JSON, UTF-8, no NaN."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode(line: bytes) -> Any:
+    """Parse one line as strict JSON (NaN and Infinity are rejected)."""
+    return json.loads(line, parse_constant=_reject_constant)
+
+
+def _message(value: Any, field: str) -> str | AgentMessage:
+    """A message field: plain text, or a message object in pi's JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        try:
+            message: AgentMessage = from_json(value, AgentMessage)  # type: ignore[arg-type]
+        except WireFormatError as exc:
+            raise CommandError(f"{field}: {exc}") from None
+        return message
+    raise CommandError(f"{field}: expected a string or a message object")
+
+
+def state_json(agent: Agent) -> dict[str, Any]:
+    """The agent's state as the ``get_state`` response carries it."""
+    state = agent.state
+    return {
+        "systemPrompt": state.system_prompt,
+        "model": to_json(state.model),
+        "thinkingLevel": state.thinking_level,
+        "tools": [t.name for t in state.tools],
+        "isStreaming": state.is_streaming,
+        "pendingToolCalls": sorted(state.pending_tool_calls),
+        "errorMessage": state.error_message,
+        "hasQueuedMessages": agent.has_queued_messages(),
+        "messages": [to_json(m) for m in state.messages],
+    }
+
+
+class RpcSession:
+    """Serves the protocol for one agent over one transport until the input ends.
+
+    At end of input a running prompt is allowed to finish (its events are still written);
+    then :meth:`run` returns. Cancelling :meth:`run` aborts the prompt (the agent closes its
+    transcript in pi's aborted shape) and lets ``Cancelled`` out.
+    """
+
+    def __init__(self, agent: Agent, transport: LineTransport) -> None:
+        self.agent = agent
+        self.transport = transport
+        self._run_scope: trio.CancelScope | None = None
+        self._run_done: trio.Event | None = None
+        self._nursery: trio.Nursery | None = None
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            "prompt": self._prompt,
+            "steer": self._steer,
+            "follow_up": self._follow_up,
+            "abort": self._abort,
+            "get_state": self._get_state,
+            "reset": self._reset,
+        }
+
+    @property
+    def busy(self) -> bool:
+        """True from the moment a prompt is accepted until its task has finished."""
+        return self._run_done is not None and not self._run_done.is_set()
+
+    async def send(self, value: Any) -> None:
+        await self.transport.send_line(encode(value))
+
+    async def _on_event(self, event: AgentEvent) -> None:
+        await self.send(to_json(event))
+
+    async def run(self) -> None:
+        unsubscribe = self.agent.subscribe(self._on_event)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await self._read_commands()
+        finally:
+            self._nursery = None
+            unsubscribe()
+
+    async def _read_commands(self) -> None:
+        while True:
+            try:
+                line = await self.transport.receive_line()
+            except LineTooLongError as exc:
+                await self._reply(None, None, error=str(exc))
+                continue
+            if line is None:
+                return
+            if line.strip():
+                await self.handle_line(line)
+
+    async def handle_line(self, line: bytes) -> None:
+        """Parse and carry out one command line, answering with one response line."""
+        try:
+            command = decode(line)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and bad UTF-8 included
+            await self._reply(None, None, error=f"invalid JSON: {exc}")
+            return
+        if not isinstance(command, dict):
+            await self._reply(None, None, error="a command must be a JSON object")
+            return
+        request_id = command.get("id")
+        kind = command.get("type")
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            known = ", ".join(COMMANDS)
+            await self._reply(
+                request_id,
+                kind if isinstance(kind, str) else None,
+                error=f"unknown command type {kind!r}; known: {known}",
+            )
+            return
+        assert isinstance(kind, str)
+        try:
+            data = await handler(command)
+        except CommandError as exc:
+            await self._reply(request_id, kind, error=str(exc))
+        except PiError as exc:
+            await self._reply(request_id, kind, error=f"{type(exc).__name__}: {exc}")
+        else:
+            await self._reply(request_id, kind, data=data)
+
+    async def _reply(
+        self, request_id: Any, command: str | None, *, data: Any = None, error: str | None = None
+    ) -> None:
+        reply: dict[str, Any] = {"type": "response", "command": command}
+        if request_id is not None:
+            reply["id"] = request_id
+        reply["success"] = error is None
+        if error is not None:
+            reply["error"] = error
+        elif data is not None:
+            reply["data"] = data
+        try:
+            await self.send(reply)
+        except ValueError:  # an id that JSON cannot carry (NaN was rejected on input)
+            reply.pop("id", None)
+            await self.send(reply)
+
+    # --- commands --------------------------------------------------------------------------
+
+    async def _prompt(self, command: dict[str, Any]) -> None:
+        if self.busy:
+            raise CommandError("agent is busy: send steer or follow_up, or abort first")
+        raw = command.get("message")
+        if raw is None:
+            raise CommandError("message: required (a string, a message object or a list)")
+        prompt: str | AgentMessage | list[AgentMessage]
+        if isinstance(raw, list):
+            prompt = []
+            for i, item in enumerate(raw):
+                if not isinstance(item, dict):
+                    raise CommandError(f"message[{i}]: expected a message object")
+                prompt.append(_message(item, f"message[{i}]"))  # type: ignore[arg-type]
+        else:
+            prompt = _message(raw, "message")
+        images = self._images(command.get("images"))
+        if images and not isinstance(prompt, str):
+            raise CommandError("images: only with a text message")
+        if self._nursery is None:
+            raise CommandError("the session is not running")
+        done = trio.Event()
+        scope = trio.CancelScope()
+        self._run_done, self._run_scope = done, scope
+        self._nursery.start_soon(self._run_prompt, prompt, images, scope, done)
+
+    async def _run_prompt(
+        self,
+        prompt: str | AgentMessage | list[AgentMessage],
+        images: list[ImageContent] | None,
+        scope: trio.CancelScope,
+        done: trio.Event,
+    ) -> None:
+        try:
+            with scope:
+                await self.agent.prompt(prompt, images=images)
+        except PiError as exc:
+            await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            done.set()
+
+    def _images(self, raw: Any) -> list[ImageContent] | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, list):
+            raise CommandError("images: expected a list of image objects")
+        images = []
+        for i, item in enumerate(raw):
+            try:
+                images.append(from_json(item, ImageContent))
+            except WireFormatError as exc:
+                raise CommandError(f"images[{i}]: {exc}") from None
+        return images
+
+    async def _steer(self, command: dict[str, Any]) -> None:
+        self.agent.steer(_message(command.get("message"), "message"))
+
+    async def _follow_up(self, command: dict[str, Any]) -> None:
+        self.agent.follow_up(_message(command.get("message"), "message"))
+
+    async def _stop_run(self) -> None:
+        """Abort the current prompt (if any) and wait until its task has finished."""
+        self.agent.abort()
+        if self._run_scope is not None:
+            self._run_scope.cancel()
+        if self._run_done is not None:
+            await self._run_done.wait()
+        await self.agent.wait_for_idle()
+
+    async def _abort(self, command: dict[str, Any]) -> None:
+        await self._stop_run()
+
+    async def _get_state(self, command: dict[str, Any]) -> dict[str, Any]:
+        return state_json(self.agent)
+
+    async def _reset(self, command: dict[str, Any]) -> None:
+        await self._stop_run()
+        self.agent.reset()
+
+
+AgentFactory = Callable[[], Agent]
+
+
+async def run_stdio(make_agent: AgentFactory) -> None:
+    """``pi-trio rpc``: one agent, commands on stdin, responses and events on stdout."""
+    await RpcSession(make_agent(), StdioLines()).run()
+
+
+async def serve_tcp_rpc(
+    make_agent: AgentFactory,
+    port: int,
+    host: str = "127.0.0.1",
+    *,
+    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``pi-trio serve``: the same protocol over TCP, a fresh agent per connection.
+
+    Runs until cancelled. A connection that breaks ends its own session only (its run is
+    aborted); it never takes the server down. ``task_status.started`` gets the listeners
+    (``port=0`` picks a free port: read it from ``listeners[0].socket.getsockname()``).
+    """
+
+    async def handle(stream: trio.SocketStream) -> None:
+        peer = _peer(stream)
+        log(f"connection from {peer}")
+        try:
+            async with stream:
+                await RpcSession(make_agent(), StreamLines(stream)).run()
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+            log(f"connection from {peer} broke: {group.exceptions[0]!r}")
+        log(f"connection from {peer} closed")
+
+    await trio.serve_tcp(handle, port, host=host, task_status=task_status)
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port, *_ = stream.socket.getpeername()
+    except (OSError, ValueError):
+        return "?"
+    return f"{host}:{port}"
+
+
+def log(text: str) -> None:
+    print(f"pi-trio: {text}", file=sys.stderr, flush=True)
+
