@@ -106,7 +106,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0 if not result.problems else 1
 
     make_agent = agent_factory(
-        args.model, token_delay=args.delay, system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT
+        args.model,
+        token_delay=args.delay,
+        system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
     )
     if args.command == "chat":
         return trio.run(_chat, make_agent)

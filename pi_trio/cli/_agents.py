@@ -30,7 +30,9 @@ def agent_factory(
 
         def scripted() -> Agent:
             canned = CannedModel(token_delay=token_delay)
-            state = AgentState(system_prompt=system_prompt, model=canned.model, tools=example_tools())
+            state = AgentState(
+                system_prompt=system_prompt, model=canned.model, tools=example_tools()
+            )
             return Agent(state, stream_fn=canned)
 
         return scripted

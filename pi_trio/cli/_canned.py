@@ -52,7 +52,10 @@ def answer(context: Context, options: StreamOptions, index: int) -> AssistantMes
     if sum_match:
         expression = sum_match.group(0).strip()
         return faux.assistant_message(
-            [faux.text("Let me work that out."), faux.tool_call("calculate", {"expression": expression})]
+            [
+                faux.text("Let me work that out."),
+                faux.tool_call("calculate", {"expression": expression}),
+            ]
         )
     read_match = _READ.search(said)
     if read_match:

@@ -21,7 +21,6 @@ from ..events import AgentEvent, MessageUpdate, TextDelta, ToolExecutionStart
 from ..messages import (
     AssistantMessage,
     Context,
-    TextContent,
     ToolResultMessage,
     UserMessage,
 )
@@ -93,11 +92,11 @@ def scripted_answer(context: Context, options: StreamOptions, index: int) -> Ass
     if isinstance(tail, UserMessage) and text_of(tail) == FOLLOW_UP:
         return faux.assistant_message("Tokyo is the warmest of the three, at 22 °C.")
     if isinstance(tail, UserMessage) and text_of(tail) == STORY:
-        words = (
-            "Once upon a time a lighthouse keeper counted the ships that passed in the night, "
-            "and every ship he counted sent back a signal of light. "
+        nights = " ".join(
+            f"On night {n} the keeper counted {3 * n} ships and signalled each one home."
+            for n in range(1, 80)
         )
-        return faux.assistant_message(words * 30)
+        return faux.assistant_message("Once upon a time there was a lighthouse keeper. " + nights)
     if isinstance(tail, UserMessage) and text_of(tail) == AFTER:
         return faux.assistant_message(
             "Yes. The story I was telling is in the transcript, marked 'aborted', "
@@ -260,12 +259,22 @@ class _Demo:
             ("streamed", f"{r.text_deltas} text deltas"),
             ("tools", tools),
             ("steering", "1 message injected mid-run" if r.steered else "not used"),
-            ("follow-up", "1 message, answered when the agent would have stopped"
-             if r.steered else "not used"),
-            ("abort", f"move_on_after({r.deadline}) "
-             + ("closed the run as 'aborted'" if r.aborted else "not reached")),
-            ("transcript", f"{total} messages ({roles}): "
-             + ("valid" if not r.problems else f"{len(r.problems)} problems")),
+            (
+                "follow-up",
+                "1 message, answered when the agent would have stopped"
+                if r.steered
+                else "not used",
+            ),
+            (
+                "abort",
+                f"move_on_after({r.deadline}) "
+                + ("closed the run as 'aborted'" if r.aborted else "not reached"),
+            ),
+            (
+                "transcript",
+                f"{total} messages ({roles}): "
+                + ("valid" if not r.problems else f"{len(r.problems)} problems"),
+            ),
             ("elapsed", f"{r.elapsed:.1f} s"),
         ]
         self.printer.line()

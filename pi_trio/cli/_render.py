@@ -106,6 +106,11 @@ class EventPrinter:
         """The user pressed Enter in the terminal: the cursor is at a line start already."""
         self._at_line_start = True
 
+    def end_line(self) -> None:
+        """Finish the current line, if anything has been written on it."""
+        if not self._at_line_start:
+            self.write("\n")
+
     def line(self, text: str = "") -> None:
         """Write ``text`` on a line of its own."""
         if not self._at_line_start:
@@ -131,7 +136,7 @@ class EventPrinter:
                 elif message.stop_reason == "error":
                     self.line(s.red(f"[error: {message.error_message or 'unknown'}]"))
                 else:
-                    self.line()
+                    self.end_line()
             case ToolExecutionStart(tool_call_id=call_id, tool_name=name, args=args):
                 self._started[call_id] = trio.current_time()
                 self.line(s.cyan(f"  -> {name}({short(args, 50)})"))

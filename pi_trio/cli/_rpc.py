@@ -54,7 +54,7 @@ def _message(value: Any, field: str) -> str | AgentMessage:
         return value
     if isinstance(value, dict):
         try:
-            message: AgentMessage = from_json(value, AgentMessage)  # type: ignore[arg-type]
+            message: AgentMessage = from_json(value, AgentMessage)
         except WireFormatError as exc:
             raise CommandError(f"{field}: {exc}") from None
         return message
@@ -228,7 +228,7 @@ class RpcSession:
             return None
         if not isinstance(raw, list):
             raise CommandError("images: expected a list of image objects")
-        images = []
+        images: list[ImageContent] = []
         for i, item in enumerate(raw):
             try:
                 images.append(from_json(item, ImageContent))
@@ -307,4 +307,3 @@ def _peer(stream: trio.SocketStream) -> str:
 
 def log(text: str) -> None:
     print(f"pi-trio: {text}", file=sys.stderr, flush=True)
-

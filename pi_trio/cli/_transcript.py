@@ -31,13 +31,15 @@ def transcript_problems(messages: Sequence[AgentMessage]) -> list[str]:
                 if call.id in open_calls:
                     problems.append(f"message {index}: duplicate tool call id {call.id}")
                 open_calls[call.id] = call.name
-        elif isinstance(message, ToolResultMessage):
-            if open_calls.pop(message.tool_call_id, None) is None:
-                problems.append(f"message {index}: result for unknown call {message.tool_call_id}")
+        elif (
+            isinstance(message, ToolResultMessage)
+            and open_calls.pop(message.tool_call_id, None) is None
+        ):
+            problems.append(f"message {index}: result for unknown call {message.tool_call_id}")
     if open_calls:
         problems.append(f"tool calls without results at the end: {sorted(open_calls)}")
     data = [to_json(m) for m in messages]
-    again = [to_json(from_json(item, AgentMessage)) for item in data]  # type: ignore[arg-type]
+    again = [to_json(from_json(item, AgentMessage)) for item in data]
     if again != data:
         problems.append("the transcript changes on a round trip through pi's JSON")
     return problems

@@ -1,0 +1,124 @@
+"""The commands as a user runs them: subprocesses with piped stdio (and SIGINT for chat)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+
+import pi_trio as pt
+from pi_trio.cli import main
+
+from ._helpers import Process
+
+
+def test_demo_runs_piped_without_terminal_codes_and_exits_0() -> None:
+    proc = Process("demo", "--delay", "0.004")
+    code = proc.close(timeout=30)
+    text = proc.text
+    assert code == 0, text + proc.proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert "\x1b" not in text
+    for line in (
+        "pi_trio demo on faux/faux-1",
+        "-> get_weather",
+        "another task calls agent.steer(",
+        "> Keep it to one short line per city, please.",
+        "> Which of the three is warmest?",
+        "3 tool calls ran in parallel",
+        "[aborted: Request was aborted]",
+        "[demo] transcript valid",
+        "== summary ==",
+    ):
+        assert line in text, line
+
+
+def test_rpc_over_stdio_prompt_abort_and_malformed_lines() -> None:
+    proc = Process("rpc", "--delay", "0.005")
+    try:
+        proc.write('{"type": "prompt", "message": "what is 1 + 1?", "id": 1}\n')
+        proc.expect('"type":"agent_end"')
+        proc.write("this is not json\n")
+        proc.write('{"type": "prompt", "message": "tell me a long story", "id": 2}\n')
+        proc.expect('"delta":"Sentence "')
+        proc.write('{"type": "abort", "id": 3}\n')
+        proc.expect('"id":3,"success":true')
+        proc.write('{"type": "get_state", "id": 4}\n')
+        proc.expect('"id":4')
+    finally:
+        code = proc.close()
+    assert code == 0
+    lines = proc.json_lines()
+    for item in lines:
+        if item["type"] not in ("response", "error"):
+            pt.from_json(item, pt.AgentEvent)
+    replies = {item.get("id"): item for item in lines if item["type"] == "response"}
+    assert replies[None]["success"] is False and "invalid JSON" in replies[None]["error"]
+    messages = replies[4]["data"]["messages"]
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert messages[-1]["stopReason"] == "aborted"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+def test_chat_ctrl_c_aborts_the_run_then_exits_at_the_prompt() -> None:
+    proc = Process("chat", "--delay", "0.02")
+    try:
+        proc.expect("you> ")
+        proc.write("tell me a long story\n")
+        at = proc.expect("Sentence 2")
+        proc.proc.send_signal(signal.SIGINT)
+        at = proc.expect("[aborted: Request was aborted]", start=at)
+        at = proc.expect("you> ", start=at)
+        proc.write("what is 2 + 3 * 4?\n")
+        at = proc.expect("The calculate tool says: 14", start=at)
+        at = proc.expect("you> ", start=at)
+        proc.proc.send_signal(signal.SIGINT)
+        proc.expect("[Ctrl-C: bye]", start=at)
+    finally:
+        code = proc.close()
+    assert code == 0
+
+
+def test_chat_with_piped_input_ends_at_eof() -> None:
+    proc = Process("chat", "--delay", "0")
+    proc.write("what time is it?\n")
+    code = proc.close()
+    assert code == 0
+    assert "-> clock({})" in proc.text and "[end of input: bye]" in proc.text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--model", "openai/gpt-5-mini"], "needs an API key: set OPENAI_API_KEY"),
+        (["chat", "--model", "nobody/none"], "unknown provider 'nobody'"),
+        (["rpc", "--model", "gpt-5"], "--model wants provider/id"),
+    ],
+)
+def test_a_bad_model_is_one_clear_line_and_status_2(
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pi-trio: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("demo", "chat", "rpc", "serve"):
+        assert command in out
