@@ -4,6 +4,7 @@
     python3 tasks.py test    # make .venv (first time), install pi_trio[dev], run the tests
     python3 tasks.py demo    # the scripted demo (no API key, no network)
     python3 tasks.py lint    # ruff check, ruff format --check, mypy --strict pi_trio
+    python3 tasks.py docs    # install pi_trio[docs] too, build the docs: mkdocs build --strict
 
 Extra arguments go to the underlying tool (``python3 tasks.py test -k wire``).
 """
@@ -11,6 +12,7 @@ Extra arguments go to the underlying tool (``python3 tasks.py test -k wire``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -27,18 +29,31 @@ def _python() -> str:
     return str(BIN / "python")
 
 
-def ensure_env() -> None:
-    """Create the virtualenv and (re)install the project when pyproject.toml changed."""
+def _installed() -> tuple[str, set[str]]:
+    """(pyproject digest, extras) of the last install, or ("", set()) when unknown."""
+    try:
+        stamp = json.loads(STAMP.read_text())
+        return str(stamp["digest"]), set(stamp["extras"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "", set()
+
+
+def ensure_env(extras: tuple[str, ...] = ("dev",)) -> None:
+    """Create the virtualenv and (re)install the project when pyproject.toml changed or an
+    extra it needs now (``docs``) was not installed yet."""
     if not (BIN / "python").exists():
         print(f"creating virtualenv in {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == digest:
+    installed_digest, installed_extras = _installed()
+    if installed_digest == digest and installed_extras.issuperset(extras):
         return
-    print("installing pi_trio[dev] into the virtualenv", flush=True)
+    wanted = sorted(set(extras) | (installed_extras if installed_digest == digest else set()))
+    print(f"installing pi_trio[{','.join(wanted)}] into the virtualenv", flush=True)
     subprocess.run([_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
-    subprocess.run([_python(), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]"], check=True)
-    STAMP.write_text(digest)
+    target = f"{ROOT}[{','.join(wanted)}]"
+    subprocess.run([_python(), "-m", "pip", "install", "-q", "-e", target], check=True)
+    STAMP.write_text(json.dumps({"digest": digest, "extras": wanted}))
 
 
 def run(*args: str) -> int:
@@ -69,14 +84,20 @@ def cmd_demo(extra: list[str]) -> int:
     return run(_python(), "-m", "pi_trio", "demo", *extra)
 
 
-COMMANDS = {"test": cmd_test, "lint": cmd_lint, "demo": cmd_demo}
+def cmd_docs(extra: list[str]) -> int:
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    return run(_python(), "-m", "mkdocs", "build", "--strict", *extra)
+
+
+COMMANDS = {"test": cmd_test, "lint": cmd_lint, "demo": cmd_demo, "docs": cmd_docs}
+EXTRAS = {"docs": ("dev", "docs")}
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__)
         return 2
-    ensure_env()
+    ensure_env(EXTRAS.get(argv[0], ("dev",)))
     return COMMANDS[argv[0]](argv[1:])
 
 
