@@ -57,7 +57,8 @@ def scripted_answer(
 
 def make_agent() -> pt.Agent:
     """A fresh agent for one request: a real model from PI_TRIO_MODEL, else a scripted one."""
-    state = pt.AgentState(system_prompt="Answer briefly.", tools=[multiply])
+    state = pt.AgentState(system_prompt="Answer briefly.")
+    state.tools = [multiply]
     spec = os.environ.get("PI_TRIO_MODEL")
     if spec:
         provider, _, model_id = spec.partition("/")

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..agent import Agent, AgentState
+from ..models import Model
+from ..tools import AgentTool
 from ._canned import CannedModel
 from ._models import SCRIPTED, resolve_model
 from ._tools import example_tools
 
-__all__ = ["SYSTEM_PROMPT", "agent_factory"]
+__all__ = ["SYSTEM_PROMPT", "agent_factory", "new_state"]
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant in a terminal. You can tell the time, do arithmetic and read "
     "text files under the current directory with your tools. Be brief."
 )
+
+
+def new_state(system_prompt: str, model: Model, tools: Iterable[AgentTool]) -> AgentState:
+    """An agent state with these settings and an empty transcript."""
+    state = AgentState(system_prompt=system_prompt, model=model)
+    state.tools = list(tools)
+    return state
 
 
 def agent_factory(
@@ -30,15 +39,13 @@ def agent_factory(
 
         def scripted() -> Agent:
             canned = CannedModel(token_delay=token_delay)
-            state = AgentState(
-                system_prompt=system_prompt, model=canned.model, tools=example_tools()
-            )
+            state = new_state(system_prompt, canned.model, example_tools())
             return Agent(state, stream_fn=canned)
 
         return scripted
     model = resolve_model(spec)
 
     def real() -> Agent:
-        return Agent(AgentState(system_prompt=system_prompt, model=model, tools=example_tools()))
+        return Agent(new_state(system_prompt, model, example_tools()))
 
     return real

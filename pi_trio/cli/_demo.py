@@ -16,7 +16,7 @@ from typing import Annotated, TextIO
 import attrs
 import trio
 
-from ..agent import Agent, AgentState
+from ..agent import Agent
 from ..events import AgentEvent, MessageUpdate, TextDelta, ToolExecutionStart
 from ..messages import (
     AssistantMessage,
@@ -27,6 +27,7 @@ from ..messages import (
 from ..models import Model
 from ..providers import StreamOptions, faux
 from ..tools import tool
+from ._agents import new_state
 from ._render import EventPrinter, Style, text_of, wants_color
 from ._transcript import transcript_problems
 
@@ -136,13 +137,10 @@ class _Demo:
                 [scripted_answer] * 8, chunker=faux.by_words, token_delay=token_delay
             )
             self.agent = Agent(
-                AgentState(system_prompt=SYSTEM_PROMPT, model=script.model, tools=[get_weather]),
-                stream_fn=script,
+                new_state(SYSTEM_PROMPT, script.model, [get_weather]), stream_fn=script
             )
         else:
-            self.agent = Agent(
-                AgentState(system_prompt=SYSTEM_PROMPT, model=model, tools=[get_weather])
-            )
+            self.agent = Agent(new_state(SYSTEM_PROMPT, model, [get_weather]))
         label = f"{self.agent.state.model.provider}/{self.agent.state.model.id}"
         self.result = DemoResult(model=label, scripted=self.scripted)
         self.tools_started = trio.Event()
