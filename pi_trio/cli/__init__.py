@@ -1,4 +1,4 @@
-"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc`` and ``serve``.
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve`` and ``proxy``.
 
 ``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
 status; usage problems (an unknown model, a missing API key) are one line on stderr and
@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
+
+    proxy = commands.add_parser(
+        "proxy", help="a model proxy holding the provider keys (pi's streamProxy protocol)"
+    )
+    proxy.add_argument("--port", type=_port, default=8787, help="TCP port (default 8787)")
+    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    proxy.add_argument(
+        "--token",
+        help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
+    )
     return parser
 
 
@@ -97,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     from ._agents import SYSTEM_PROMPT, agent_factory
+
+    if args.command == "proxy":
+        return _proxy(args.host, args.port, args.token)
 
     if args.command == "demo":
         from ._demo import run_demo
@@ -120,6 +133,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return trio.run(_serve, make_agent, args.host, args.port)
     raise AssertionError(args.command)
+
+
+def _proxy(host: str, port: int, token: str | None) -> int:
+    from .._errors import PiError
+    from ..proxy import run_proxy_server
+
+    def ready(url: str) -> None:
+        print(f"listening on {url}", flush=True)
+
+    try:
+        run_proxy_server(host, port, token, on_ready=ready)
+    except PiError as exc:
+        raise CliError(str(exc)) from None
+    return 0
 
 
 async def _chat(make_agent: Callable[[], Agent]) -> int:

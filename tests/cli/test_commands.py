@@ -122,3 +122,20 @@ def test_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ("demo", "chat", "rpc", "serve"):
         assert command in out
+
+
+def test_proxy_needs_a_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PI_TRIO_PROXY_TOKEN", raising=False)
+    assert main(["proxy", "--port", "0"]) == 2
+    assert "token" in capsys.readouterr().err
+
+
+def test_proxy_command_listens_on_localhost() -> None:
+    proc = Process("proxy", "--port", "0", "--token", "secret")
+    try:
+        proc.expect("listening on http://127.0.0.1:")
+    finally:
+        proc.proc.terminate()
+        proc.close()
