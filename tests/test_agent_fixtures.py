@@ -15,7 +15,7 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.providers import faux
 
-from .pi_fixtures import fixture_names, load
+from .pi_fixtures import fixture_params, load
 from .replay import (
     SCRIPTED_MODEL,
     SYSTEM_PROMPT,
@@ -94,7 +94,7 @@ async def _drive(name: str, data: dict[str, Any], agent: pt.Agent) -> list[dict[
     return results
 
 
-@pytest.mark.parametrize("name", fixture_names())
+@pytest.mark.parametrize("name", fixture_params())
 async def test_agent_replays_pi(name: str, autojump_clock: trio.testing.MockClock) -> None:
     data = load(name)
     scripted = faux.FauxModel(script_steps(data), model=SCRIPTED_MODEL)

@@ -14,7 +14,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
-from .pi_fixtures import load
+from .pi_fixtures import fixture_params, load
 from .replay import (
     SCRIPTED_MODEL,
     SYSTEM_PROMPT,
@@ -54,7 +54,7 @@ async def replay(name: str) -> tuple[dict[str, Any], RecordingSink, pt.AgentCont
     return data, sink, context, scripted
 
 
-@pytest.mark.parametrize("name", LOOP_FIXTURES)
+@pytest.mark.parametrize("name", fixture_params(LOOP_FIXTURES))
 async def test_replay_matches_pi(name: str, autojump_clock: trio.testing.MockClock) -> None:
     data, sink, context, _ = await replay(name)
     assert sink.types == [e["type"] for e in data["events"]]
@@ -64,7 +64,7 @@ async def test_replay_matches_pi(name: str, autojump_clock: trio.testing.MockClo
     assert_transcript_valid(context.messages)
 
 
-@pytest.mark.parametrize("name", LOOP_FIXTURES)
+@pytest.mark.parametrize("name", fixture_params(LOOP_FIXTURES))
 async def test_model_saw_what_pi_sent(name: str, autojump_clock: trio.testing.MockClock) -> None:
     data, _, _, scripted = await replay(name)
     assert len(scripted.calls) == len(data["llmContexts"])

@@ -20,7 +20,7 @@ from pi_trio.tools import ArgumentValidator
 from pi_trio.tools._decorator import parse_docstring
 from pi_trio.tools._validation import js_json_stringify, js_number_to_string
 
-from .pi_fixtures import FIXTURE_DIR
+from .pi_fixtures import FIXTURE_DIR, requires_fixtures
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = FIXTURE_DIR
@@ -85,6 +85,7 @@ PAIR_SCHEMA = {
 # --------------------------------------------------------------------------------------------
 
 
+@requires_fixtures
 @pytest.mark.parametrize("params", [Echo, ECHO_SCHEMA], ids=["attrs", "dict"])
 def test_o07_echo_texts_match_pi(params: Any) -> None:
     validator = ArgumentValidator.for_parameters(params)
@@ -99,6 +100,7 @@ def test_o07_echo_texts_match_pi(params: Any) -> None:
             assert text == message["details"]["echoed"] == "5"
 
 
+@requires_fixtures
 def test_o07b_pair_texts_and_coercions_match_pi() -> None:
     by_dict = ArgumentValidator.for_parameters(PAIR_SCHEMA)
     by_class = ArgumentValidator.for_parameters(Pair)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import pi_trio as pt
 
-from .pi_fixtures import fixture_names, load
+from .pi_fixtures import fixture_names, load, requires_fixtures
 
 
 @pytest.mark.parametrize(
@@ -121,6 +121,7 @@ def _mutate(value: Any, draw: Any) -> Any:
     return draw(json_values)
 
 
+@requires_fixtures
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_pi_json_only_raises_wire_format_error(data: st.DataObject) -> None:

@@ -29,6 +29,14 @@ DEFAULT_MODEL = Model(
 """pi's placeholder model: set ``state.model`` before prompting."""
 
 
+def _tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
+    return list(value)
+
+
+def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
+    return list(value)
+
+
 @attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
     """What an agent works with (assignable) and how its current run stands (read-only).
@@ -45,8 +53,10 @@ class AgentState:
     thinking_level: ThinkingLevelSetting = "off"
     # Copies on assignment are made by the properties below; plain attribute writes elsewhere
     # (the run updates this state for every event) stay as cheap as Python allows.
-    _tools: list[AgentTool] = attrs.field(factory=list, converter=list, alias="tools")
-    _messages: list[AgentMessage] = attrs.field(factory=list, converter=list, alias="messages")
+    _tools: list[AgentTool] = attrs.field(factory=list, converter=_tool_list, alias="tools")
+    _messages: list[AgentMessage] = attrs.field(
+        factory=list, converter=_message_list, alias="messages"
+    )
     is_streaming: bool = attrs.field(default=False, init=False)
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
     pending_tool_calls: frozenset[str] = attrs.field(default=frozenset(), init=False)

@@ -21,9 +21,7 @@ SYSTEM_PROMPT = (
 
 def new_state(system_prompt: str, model: Model, tools: Iterable[AgentTool]) -> AgentState:
     """An agent state with these settings and an empty transcript."""
-    state = AgentState(system_prompt=system_prompt, model=model)
-    state.tools = list(tools)
-    return state
+    return AgentState(system_prompt=system_prompt, model=model, tools=tools)
 
 
 def agent_factory(
