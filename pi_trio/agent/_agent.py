@@ -101,6 +101,15 @@ _REDUCERS: dict[type[Any], Callable[[AgentState, Any], None]] = {
 }
 
 
+class _Sink:
+    """What the loop sends to: the agent's private ``_deliver``, without a wrapper call."""
+
+    __slots__ = ("send",)
+
+    def __init__(self, send: Callable[[AgentEvent], Awaitable[None]]) -> None:
+        self.send = send
+
+
 def _as_message(message: AgentMessage | str) -> AgentMessage:
     if isinstance(message, str):
         return UserMessage([TextContent(message)])
@@ -153,7 +162,9 @@ class Agent:
         self._listeners: tuple[Listener, ...] = ()
         self._subscriptions: list[Subscription] = []
         self._scope: trio.CancelScope | None = None
+        self._run_task: trio.lowlevel.Task | None = None
         self._idle: trio.Event | None = None
+        self._sink = _Sink(self._deliver)
 
     # --- state and queues --------------------------------------------------------------------
 
@@ -254,19 +265,23 @@ class Agent:
                 self._subscriptions.remove(subscription)
             subscription.close()
 
-    async def send(self, event: AgentEvent) -> None:
+    async def _deliver(self, event: AgentEvent) -> None:
         """The agent's sink: reduce state, await listeners, feed channels (in that order)."""
         reduce = _REDUCERS.get(type(event))
         if reduce is not None:
             reduce(self._state, event)
-        for listener in self._listeners:
-            pending = listener(event)
-            if pending is not None:
-                await pending
-        if self._subscriptions:
-            for subscription in tuple(self._subscriptions):
-                if not subscription.offer(event):
-                    self._subscriptions.remove(subscription)
+        try:
+            for listener in self._listeners:
+                pending = listener(event)
+                if pending is not None:
+                    await pending
+        finally:
+            # channels cannot block or fail: they get every event even when a listener
+            # raised or was cancelled (their readers rely on agent_end)
+            if self._subscriptions:
+                for subscription in tuple(self._subscriptions):
+                    if not subscription.offer(event):
+                        self._subscriptions.remove(subscription)
 
     # --- runs --------------------------------------------------------------------------------
 
@@ -274,6 +289,8 @@ class Agent:
         self,
         input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Run the agent on a new prompt until it stops; returns when the run is over.
 
@@ -282,19 +299,27 @@ class Agent:
         raise: they are in the transcript and in ``state.error_message``. ``abort()`` ends the
         run and this returns normally; a cancellation from the caller's own scope ends the run
         the same way and then propagates.
+
+        ``await nursery.start(agent.prompt, "text")`` returns once the run has begun, so that
+        ``abort()`` right after it always finds the run.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_PROMPT)
         if isinstance(input, str):
             content: list[TextContent | ImageContent] = [TextContent(input), *(images or ())]
             messages: list[AgentMessage] = [UserMessage(content)]
-        elif isinstance(input, list | tuple):
-            messages = list(input)
         else:
-            messages = [cast(AgentMessage, input)]
-        await self._run(messages)
+            if images:
+                raise ValueError("images= goes with a text prompt; put them in your message")
+            if isinstance(input, list | tuple):
+                messages = list(input)
+            else:
+                messages = [cast(AgentMessage, input)]
+        await self._run(messages, task_status=task_status)
 
-    async def continue_(self) -> None:
+    async def continue_(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Continue from the transcript (a retry, or after adding tool results yourself).
 
         From an assistant tail, a queued steering message (else a follow-up) becomes the prompt;
@@ -308,14 +333,14 @@ class Agent:
         if messages[-1].role == "assistant":
             steering = self._steering.drain()
             if steering:
-                await self._run(steering, skip_initial_steering_poll=True)
+                await self._run(steering, skip_initial_steering_poll=True, task_status=task_status)
                 return
             follow_ups = self._follow_ups.drain()
             if follow_ups:
-                await self._run(follow_ups)
+                await self._run(follow_ups, task_status=task_status)
                 return
             raise ContinueError(CONTINUE_FROM_ASSISTANT)
-        await self._run(None)
+        await self._run(None, task_status=task_status)
 
     def abort(self) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle)."""
@@ -323,12 +348,27 @@ class Agent:
             self._scope.cancel()
 
     async def wait_for_idle(self) -> None:
-        """Return once no run is active (at once, after a checkpoint, when idle)."""
+        """Return once no run is active (at once, after a checkpoint, when idle).
+
+        Raises ``RuntimeError`` when called from inside the run (a listener, a hook, a tool):
+        the run would wait for itself.
+        """
         idle = self._idle
         if idle is not None and self._scope is not None:
+            if self._inside_run():
+                raise RuntimeError("wait_for_idle() called from inside the run it waits for")
             await idle.wait()
         else:
             await trio.lowlevel.checkpoint()
+
+    def _inside_run(self) -> bool:
+        task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+        while task is not None:
+            if task is self._run_task:
+                return True
+            nursery = task.parent_nursery
+            task = nursery.parent_task if nursery is not None else None
+        return False
 
     def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
         state = self._state
@@ -365,18 +405,24 @@ class Agent:
         )
 
     async def _run(
-        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool = False
+        self,
+        prompts: list[AgentMessage] | None,
+        *,
+        skip_initial_steering_poll: bool = False,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         state = self._state
         scope = self._scope = trio.CancelScope()
+        self._run_task = trio.lowlevel.current_task()
         self._idle = trio.Event()
+        task_status.started()
         state.is_streaming = True
         state.streaming_message = None
         state.error_message = None
         context = AgentContext(state.system_prompt, list(state.messages), list(state.tools))
         try:
             with scope:
-                await run(prompts, context, self._config(skip_initial_steering_poll), self)
+                await run(prompts, context, self._config(skip_initial_steering_poll), self._sink)
         finally:
             # The loop's transcript is complete even when closing events were not delivered.
             state.messages = context.messages
@@ -387,6 +433,7 @@ class Agent:
             state.streaming_message = None
             state.pending_tool_calls = frozenset()
             self._scope = None
+            self._run_task = None
             self._idle.set()
 
     def __repr__(self) -> str:

@@ -36,12 +36,12 @@ class Subscription:
     def offer(self, event: AgentEvent) -> bool:
         """Queue ``event``; False once the reader has closed its end."""
         send = self._send
-        if (
-            isinstance(event, _DROPPABLE)
-            and send.statistics().current_buffer_used >= self.max_buffer_size
-        ):
-            self.dropped += 1
-            return True
+        if isinstance(event, _DROPPABLE):
+            stats = send.statistics()
+            full = stats.current_buffer_used >= self.max_buffer_size
+            if full and not stats.tasks_waiting_receive:
+                self.dropped += 1
+                return True
         try:
             send.send_nowait(event)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -17,6 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import trio
 
 from .._errors import ContinueError
+from .._groups import only_cancelled
 from ..events import AgentEvent
 from ..messages import AgentMessage
 from ..tools import AgentContext
@@ -96,15 +97,25 @@ async def _channel_run(
         async with send:
             await run(prompts, context, config, send)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(runner)
-        try:
-            yield receive
-        finally:
-            # Leaving early aborts the run: cancel first, then close the channel so the
-            # closing events fail fast instead of waiting for a reader that is gone.
-            nursery.cancel_scope.cancel()
-            receive.close()
+    body_exc: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner)
+            try:
+                yield receive
+            except BaseException as exc:
+                body_exc = exc  # re-raised below, outside the nursery: not wrapped in a group
+            finally:
+                nursery.cancel_scope.cancel()
+                receive.close()
+    except BaseExceptionGroup as group:
+        cancelled = only_cancelled(group)
+        if cancelled is None:
+            raise
+        if body_exc is None:  # the runner's Cancelled from an enclosing scope
+            body_exc = cancelled
+    if body_exc is not None:
+        raise body_exc
 
 
 def agent_loop(

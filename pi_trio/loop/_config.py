@@ -31,7 +31,7 @@ ToolExecution: TypeAlias = Literal["parallel", "sequential"]
 class EventSink(Protocol):
     """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike."""
 
-    async def send(self, value: AgentEvent, /) -> None: ...
+    def send(self, value: AgentEvent, /) -> Awaitable[None]: ...
 
 
 @attrs.frozen
@@ -63,8 +63,8 @@ class AgentLoopConfig:
     ``convert_to_llm`` turns the transcript into what the model sees; without it, the user,
     assistant and tool-result messages are passed and custom messages dropped (pi's default),
     kept up to date incrementally so a turn costs the same on a long transcript as on a short
-    one. ``transform_context`` (pruning, summarising) runs first. Both get a read-only view of
-    the transcript for that one request.
+    one. ``transform_context`` (pruning, summarising) runs first. Both work on a copy of the
+    transcript made for that one request.
 
     ``get_api_key(provider)`` is asked right before every request (expiring tokens);
     ``stream_options.api_key`` is the fallback. ``close_timeout`` is the grace period, in

@@ -141,8 +141,10 @@ class _Run:
         self.unannounced: list[AgentMessage] = []  # in the transcript, message_start not yet sent
         self.partial: AssistantMessage | None = None
         self.batch: ToolBatch | None = None
+        self.answer: AssistantMessage | None = None  # this turn's complete reply, no tool calls
         self.ended = False
         self.failure: BaseException | None = None
+        self.interrupted: AgentEvent | None = None  # an event whose send was cancelled
         self.scope = trio.CancelScope()
 
     # --- plumbing ----------------------------------------------------------------------------
@@ -152,14 +154,18 @@ class _Run:
             await self.sink.send(event)
         except Exception as exc:
             await self._fail(exc)
+        except BaseException:
+            self.interrupted = event
+            raise
 
     async def _fail(self, exc: BaseException) -> None:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
         if self.failure is None:
             self.failure = exc
         self.scope.cancel()
-        await trio.lowlevel.checkpoint()  # raises Cancelled: our scope is cancelled
-        raise AssertionError("unreachable: the run's scope is cancelled")  # pragma: no cover
+        await trio.lowlevel.checkpoint()  # raises Cancelled when we are inside our scope
+        # not inside it (a shield, a from_thread system task): report the failure itself
+        raise exc
 
     async def _hook(self, hook: Callable[..., Any], *args: Any) -> Any:
         try:
@@ -239,6 +245,7 @@ class _Run:
                 if first_turn:
                     first_turn = False
                 else:
+                    self.answer = None
                     self.turn_open = True
                     await self.emit(TurnStart())
                 await self._announce()
@@ -292,7 +299,8 @@ class _Run:
         if self.llm_view is not None:
             llm: Sequence[Message] = TranscriptView(self.llm_view, len(self.llm_view))
         else:
-            messages: Sequence[AgentMessage] = TranscriptView(self.transcript, len(self.transcript))
+            # the hooks get their own copy of the transcript: theirs to slice, filter or extend
+            messages: Sequence[AgentMessage] = list(self.transcript)
             if config.transform_context is not None:
                 messages = await _call_hook(config.transform_context, messages)
             if config.convert_to_llm is not None:
@@ -307,7 +315,9 @@ class _Run:
         return Context(self.context.system_prompt, llm, self.tool_specs), options
 
     async def _assistant_turn(self) -> AssistantMessage:
-        await trio.lowlevel.checkpoint_if_cancelled()  # an aborted run never calls the model
+        # One schedule point per model call: an aborted run never calls the model, and a run on
+        # an instant model with instant tools still lets deadlines and other tasks in.
+        await trio.lowlevel.checkpoint()
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
@@ -328,8 +338,11 @@ class _Run:
                         await self.emit(MessageUpdate(partial, event))
                     elif cls is StreamStart:
                         partial = cast(StreamStart, event).partial
+                        if self.partial is None:
+                            self.transcript.append(partial)
+                        else:  # a second "start": it replaces the first partial message
+                            self.transcript[-1] = partial
                         self.partial = partial
-                        self.transcript.append(partial)
                         await self.emit(MessageStart(partial))
                     elif cls is StreamDone:
                         final = cast(StreamDone, event).message
@@ -339,6 +352,10 @@ class _Run:
                         break
         except Exception as exc:
             failure = exc
+        if final is None or final.stop_reason == "error":
+            # a failure that surfaced while a cancellation was pending (a connect cut short, a
+            # close that failed): the cancellation wins, the run is aborted, not errored
+            await trio.lowlevel.checkpoint_if_cancelled()
         return await self._finish_response(final, failure)
 
     async def _finish_response(
@@ -360,6 +377,8 @@ class _Run:
             self._record(message)
         self.partial = None
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
+        if not failed and not message.tool_calls:
+            self.answer = message
         if not failed and message.tool_calls:
             config = self.config
             self.batch = ToolBatch(
@@ -389,6 +408,14 @@ class _Run:
         else:
             reason, text = "error", exception_text(self.failure)
         events: list[AgentEvent] = []
+        if self.failure is None and self.answer is not None and not self.unannounced:
+            # the model had answered and asked for nothing: the run was ending anyway
+            if self.turn_open:
+                events.append(TurnEnd(self.answer, []))
+            self.turn_open = False
+            self.ended = True
+            events.append(AgentEnd(self.new_messages))
+            return events
         partial = self.partial
         if partial is not None:  # mid-stream: the partial message is the run's last word
             self.partial = None
@@ -418,13 +445,20 @@ class _Run:
     async def close(self) -> None:
         """Finish the transcript, then deliver the closing events within the grace period."""
         events = self._closing_events()
+        if (
+            events
+            and self.interrupted is not None
+            and isinstance(self.sink, trio.MemorySendChannel)
+        ):
+            # a memory channel's cancelled send delivered nothing: send that event first
+            events.insert(0, self.interrupted)
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.config.close_timeout
             for event in events:
                 try:
                     await self.sink.send(event)
                 except Exception:
-                    return  # the sink is broken; the transcript is complete regardless
+                    continue  # a failing sink may still deliver the rest (other listeners)
 
 
 async def run(

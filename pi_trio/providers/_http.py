@@ -183,7 +183,12 @@ def pool_in_use(client: httpx.AsyncClient) -> int:
 # --- sending without leaking -------------------------------------------------
 
 _WRITING_EVENTS = frozenset(
-    {"http11.send_request_headers.started", "http2.send_request_headers.started"}
+    {
+        "connection.connect_tcp.started",  # the request owns its connection from here on
+        "connection.connect_unix_socket.started",
+        "http11.send_request_headers.started",
+        "http2.send_request_headers.started",
+    }
 )
 
 
@@ -203,8 +208,13 @@ async def send_guarded(client: httpx.AsyncClient, request: httpx.Request) -> htt
             guard.shield = False
 
     request.extensions = {**request.extensions, "trace": trace}
-    with guard:
-        response = await client.send(request, stream=True)
+    try:
+        with guard:
+            response = await client.send(request, stream=True)
+    except BaseException:
+        # a failure while the shield held a cancellation back: the cancellation wins
+        await trio.lowlevel.checkpoint_if_cancelled()
+        raise
     # The shield may have absorbed the caller's cancellation: deliver it now,
     # closing the response we would otherwise strand.
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, aclosing
 
+import trio
+
 from ..events import StreamDone, StreamError, StreamEvent
 from ..messages import AssistantMessage, Context
 from ..models import Model
@@ -39,6 +41,8 @@ async def _guarded(
             async for event in events:
                 yield event
     except Exception as exc:
+        if isinstance(exc.__context__, trio.Cancelled | GeneratorExit):
+            raise  # it failed while being cancelled or closed: that is what is going on
         builder = MessageBuilder(model)
         yield builder.error(f"{type(exc).__name__}: {exc}")
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, cast
 
 import attrs
+import outcome
 import trio
 
+from .._groups import only_cancelled
 from ..events import ToolResult
 from ..messages import Tool
 from ._validation import ArgumentValidator
@@ -75,14 +79,47 @@ class AgentTool:
         if self.is_async:
             return await self.execute(tool_call_id, params, on_update)  # type: ignore[misc]
 
+        return await self._run_in_thread(tool_call_id, params, on_update)
+
+    async def _run_in_thread(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Any:
+        """A sync tool in a worker thread; its updates come back through a channel.
+
+        ``trio.from_thread.run`` would run ``on_update`` in a system task (the thread is
+        abandonable), outside the run's cancel scope and possibly after the run. Instead the
+        thread drops updates into a channel that a task of this call forwards, so listeners
+        run inside the run and never after it; updates from an abandoned thread go nowhere.
+        """
+        send, receive = trio.open_memory_channel[ToolResult](math.inf)
+
         def update_from_thread(partial: ToolResult) -> None:
-            trio.from_thread.run(on_update, partial)
+            # once the call is over (abandoned), nobody is listening any more
+            with contextlib.suppress(trio.ClosedResourceError, trio.RunFinishedError):
+                trio.from_thread.run_sync(send.send_nowait, partial)
+
+        async def forward() -> None:
+            async with receive:
+                async for partial in receive:
+                    await on_update(partial)
 
         execute_sync = cast(Callable[[str, Any, Callable[[ToolResult], None]], Any], self.execute)
-        return await trio.to_thread.run_sync(
-            execute_sync,
-            tool_call_id,
-            params,
-            update_from_thread,
-            abandon_on_cancel=True,
-        )
+        result: outcome.Outcome[Any] | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(forward)
+                try:
+                    value = await trio.to_thread.run_sync(
+                        execute_sync, tool_call_id, params, update_from_thread,
+                        abandon_on_cancel=True,
+                    )  # fmt: skip
+                    result = outcome.Value(value)
+                except Exception as exc:  # the tool's failure, reported after the updates
+                    result = outcome.Error(exc)
+                finally:
+                    send.close()  # forward() delivers what is queued, then ends
+        except BaseExceptionGroup as group:
+            cancelled = only_cancelled(group)
+            if cancelled is None:
+                raise
+            raise cancelled from None
+        assert result is not None
+        return result.unwrap()

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from .._groups import only_cancelled
 from ..events import (
     AgentEvent,
     MessageEnd,
@@ -77,6 +78,24 @@ async def _call_hook(hook: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(value):
         value = await value
     return value
+
+
+def _serialized(emit: Emit) -> Emit:
+    """``emit`` for concurrent tool tasks: a listener that awaits (a socket write, say) must
+    not be entered by a second task while it is suspended. No schedule point when free."""
+    lock = trio.Lock()
+
+    async def emit_one_at_a_time(event: AgentEvent) -> None:
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
+            await emit(event)
+        finally:
+            lock.release()
+
+    return emit_one_at_a_time
 
 
 def _as_tool_result(value: Any) -> ToolResult:
@@ -164,9 +183,17 @@ class ToolBatch:
         if len(prepared) == 1:
             await self._execute_and_end(prepared[0])  # a nursery of one is just overhead
         elif prepared:
-            async with trio.open_nursery() as nursery:
-                for item in prepared:
-                    nursery.start_soon(self._execute_and_end, item)
+            self._emit = _serialized(self._emit)  # one event at a time into the sink
+            try:
+                async with trio.open_nursery() as nursery:
+                    for item in prepared:
+                        nursery.start_soon(self._execute_and_end, item)
+            except BaseExceptionGroup as group:
+                # the tasks catch every Exception: what is left is a cancellation
+                cancelled = only_cancelled(group)
+                if cancelled is None:
+                    raise
+                raise cancelled from None
         await self._write_back()
 
     def close_out(self, text: str = ABORTED_TOOL_TEXT) -> list[AgentEvent]:
