@@ -36,6 +36,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 
 from .._errors import ToolArgumentError
+from ._fast_check import MISS, compile_fast_check
 from ._js import MAX_SAFE_INTEGER as _MAX_SAFE_INTEGER
 from ._js import is_number as _is_number
 from ._js import js_json_stringify, js_number_to_string
@@ -691,14 +692,16 @@ class ArgumentValidator:
     """Coerces and validates one tool's arguments; build it once per tool, call it per call.
 
     Everything that can be prepared is prepared in the constructor: the keyword-ordered schema,
-    the compiled ``jsonschema`` validator, and one compiled validator per union branch. The
-    per-call path only walks the arguments.
+    the compiled ``jsonschema`` validator, one compiled validator per union branch, and the fast
+    check (``_fast_check``) that accepts already-valid arguments without the coercers and
+    ``jsonschema``. The per-call path only walks the arguments.
     """
 
     __slots__ = (
         "_checks",
         "_coercer",
         "_converter",
+        "_fast",
         "_schema",
         "_structure",
         "_validator",
@@ -742,6 +745,11 @@ class ArgumentValidator:
         #: The attrs class the arguments are structured into, if any.
         self.params_type = params_type
         self._validator_schema = ordered
+        self._fast = (
+            compile_fast_check(ordered)
+            if validator_cls is _js_validators.Draft202012Validator
+            else None
+        )
 
     @property
     def schema(self) -> JsonSchema:
@@ -772,6 +780,17 @@ class ArgumentValidator:
         Returns the attrs instance for an attrs class, else the coerced dict. The error text
         shows ``arguments`` as received (before coercion), like pi.
         """
+        fast = self._fast
+        if fast is not None:
+            value = fast(arguments)
+            if value is not MISS:
+                if self._structure is None:
+                    return value
+                return self._structured(tool_name, value, arguments)
+        return self._validate_fully(tool_name, arguments)
+
+    def _validate_fully(self, tool_name: str, arguments: Any) -> Any:
+        """The full path: coerce, validate with ``jsonschema``, structure."""
         value = self.coerce(arguments)
         errors = self._validator.iter_errors(value)
         first = next(errors, None)
@@ -784,6 +803,11 @@ class ArgumentValidator:
             )
         if self._structure is None:
             return value
+        return self._structured(tool_name, value, arguments)
+
+    def _structured(self, tool_name: str, value: Any, arguments: Any) -> Any:
+        """``value`` (valid) structured; a failure is reported with ``arguments`` as received."""
+        assert self._structure is not None
         try:
             return self._structure(value)
         except (cattrs.BaseValidationError, ValueError, TypeError) as exc:
