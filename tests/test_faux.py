@@ -181,3 +181,36 @@ async def test_registered_api_is_used_and_its_exceptions_become_errors() -> None
         pt.providers.unregister_api("test-broken")
     assert message.stop_reason == "error"
     assert message.error_message == "RuntimeError: kaput"
+
+
+async def test_replaying_one_script_gives_fresh_messages_and_follows_the_chunker() -> None:
+    usage = pt.Usage(input=3, output=4)
+    script = faux.assistant_message(
+        [faux.text("one two three"), faux.tool_call("t", {"a": [1]}, id="c1")], usage=usage
+    )
+    scripted = faux.FauxModel([script, script, script])
+    first, second = await _collect(scripted), await _collect(scripted)
+    assert [e.delta for e in first if e.type == "text_delta"] == ["one ", "two ", "three"]
+    a, b = first[-1].message, second[-1].message
+    assert a == b and a is not b and a.content[0] is not b.content[0]
+    assert a.usage == usage and a.usage is not usage and a.usage is not b.usage
+    assert a.tool_calls[0].arguments == {"a": [1]}
+    assert a.tool_calls[0].arguments is not script.tool_calls[0].arguments
+    scripted.chunker = faux.in_pieces(2)  # a new chunker takes effect at once
+    third = await _collect(scripted)
+    assert [e.delta for e in third if e.type == "text_delta"] == ["one two", " three"]
+
+
+async def test_a_chunker_of_the_application_is_called_for_every_text() -> None:
+    seen: list[str] = []
+
+    def chunker(text: str) -> list[str]:
+        seen.append(text)
+        return [text[: len(seen)], text[len(seen) :]]
+
+    scripted = faux.FauxModel([faux.assistant_message("abc")] * 2, chunker=chunker)
+    first, second = await _collect(scripted), await _collect(scripted)
+    assert seen == ["abc", "abc"]
+    assert [e.delta for e in first if e.type == "text_delta"] == ["a", "bc"]
+    assert [e.delta for e in second if e.type == "text_delta"] == ["ab", "c"]
+    assert [e.delta for e in first if e.type == "toolcall_delta"] == []

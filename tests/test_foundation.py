@@ -80,3 +80,24 @@ def test_assistant_message_tool_calls() -> None:
 )
 def test_partial_json(text: str, expected: dict[str, object]) -> None:
     assert parse_partial_json(text) == expected
+
+
+def test_events_compare_and_hash_by_value_and_keep_pi_type_strings() -> None:
+    message = pt.AssistantMessage([], "faux", "faux", "faux-1")
+    assert pt.TextDelta(0, "a", message) == pt.TextDelta(0, "a", message)
+    assert pt.TextDelta(0, "a", message) != pt.TextDelta(0, "b", message)
+    assert pt.TextDelta(0, "a", message) != pt.ThinkingDelta(0, "a", message)
+    assert hash(pt.TurnStart()) == hash(pt.TurnStart())
+    assert {pt.ToolExecutionStart("c1", "t", 1), pt.ToolExecutionStart("c1", "t", 1)} == {
+        pt.ToolExecutionStart("c1", "t", 1)
+    }
+    assert (pt.TextDelta.type, pt.MessageUpdate.type, pt.ToolExecutionEnd.type) == (
+        "text_delta",
+        "message_update",
+        "tool_execution_end",
+    )
+    match pt.MessageUpdate(message, pt.TextDelta(0, "a", message)):
+        case pt.MessageUpdate(assistant_message_event=pt.TextDelta(delta=delta)):
+            assert delta == "a"
+        case _:
+            raise AssertionError("no match")

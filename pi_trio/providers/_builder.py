@@ -50,15 +50,19 @@ class MessageBuilder:
 
     __slots__ = ("_args_parts", "message")
 
-    def __init__(self, model: Model, *, timestamp: int | None = None) -> None:
+    def __init__(
+        self, model: Model, *, timestamp: int | None = None, usage: Usage | None = None
+    ) -> None:
+        """``usage`` becomes the message's own (default: a fresh zero ``Usage``)."""
         self.message = AssistantMessage(
-            content=[],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            usage=Usage(),
-            stop_reason="stop",
-            timestamp=now_ms() if timestamp is None else timestamp,
+            [],
+            model.api,
+            model.provider,
+            model.id,
+            Usage() if usage is None else usage,
+            "stop",
+            None,
+            now_ms() if timestamp is None else timestamp,
         )
         self._args_parts: dict[int, list[str]] = {}
 
@@ -154,6 +158,8 @@ class MessageBuilder:
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
+    if text == "{}":  # the usual answer of a tool without parameters
+        return {}
     if not text.strip():
         return {}
     try:

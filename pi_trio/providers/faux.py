@@ -24,9 +24,10 @@ import inspect
 import json
 import re
 import secrets
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
@@ -68,10 +69,20 @@ NO_MORE_RESPONSES = "No more faux responses queued"
 
 _WORD = re.compile(r"\s*\S+\s*")
 
+# The chunkers made here are pure functions of the text, so their pieces may be reused: a
+# FauxModel remembers the pieces of short texts (scripts repeat the same text many times).
+_PURE_CHUNKERS: weakref.WeakSet[Chunker] = weakref.WeakSet()
+_CACHED_TEXT_MAX: Final = 1024  # longer texts are cut every time: the cut is small beside them
+_CACHE_ENTRIES_MAX: Final = 256
+_COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
+
 
 def by_words(value: str) -> list[str]:
     """Cut text into words, each with the whitespace around it (the default)."""
     return _WORD.findall(value) or [value]
+
+
+_PURE_CHUNKERS.add(by_words)
 
 
 def by_size(size: int) -> Chunker:
@@ -82,6 +93,7 @@ def by_size(size: int) -> Chunker:
     def chunk(value: str) -> list[str]:
         return [value[i : i + size] for i in range(0, len(value), size)] or [value]
 
+    _PURE_CHUNKERS.add(chunk)
     return chunk
 
 
@@ -100,6 +112,7 @@ def in_pieces(count: int) -> Chunker:
             start = end
         return pieces
 
+    _PURE_CHUNKERS.add(chunk)
     return chunk
 
 
@@ -170,6 +183,8 @@ class FauxModel:
         self.token_delay = token_delay
         self.calls: list[FauxCall] = []
         self._pending: collections.deque[FauxResponse] = collections.deque(responses)
+        self._pieces_by_text: dict[str, Sequence[str]] = {}
+        self._pieces_chunker: Chunker = chunker
 
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
         self._pending = collections.deque(responses)
@@ -208,7 +223,6 @@ class FauxModel:
         index: int,
     ) -> AsyncGenerator[StreamEvent, None]:
         await trio.lowlevel.checkpoint_if_cancelled()
-        builder = MessageBuilder(model)
         try:
             if step is None:
                 raise LookupError(NO_MORE_RESPONSES)
@@ -220,9 +234,9 @@ class FauxModel:
                 produced = step(context, options, index)
                 script = await produced if inspect.isawaitable(produced) else produced
         except Exception as exc:
-            yield builder.error(str(exc) or type(exc).__name__)
+            yield MessageBuilder(model).error(str(exc) or type(exc).__name__)
             return
-        builder.message.usage = attrs.evolve(script.usage)
+        builder = MessageBuilder(model, usage=_copy_usage(script.usage))
         builder.message.response_id = script.response_id
         yield builder.start()
         delay = self.token_delay
@@ -231,7 +245,7 @@ class FauxModel:
                 text_start = builder.text_start()
                 i = text_start.content_index
                 yield text_start
-                for piece in self.chunker(block.text):
+                for piece in self._pieces(block.text):
                     if delay:
                         await trio.sleep(delay)
                     yield builder.text_delta(i, piece)
@@ -240,7 +254,7 @@ class FauxModel:
                 thinking_start = builder.thinking_start()
                 i = thinking_start.content_index
                 yield thinking_start
-                for piece in self.chunker(block.thinking):
+                for piece in self._pieces(block.thinking):
                     if delay:
                         await trio.sleep(delay)
                     yield builder.thinking_delta(i, piece)
@@ -251,13 +265,45 @@ class FauxModel:
                 yield call
                 if delay:
                     await trio.sleep(delay)
-                yield builder.tool_call_delta(i, json.dumps(block.arguments, separators=(",", ":")))
+                arguments = block.arguments
+                yield builder.tool_call_delta(
+                    i, _COMPACT_JSON.encode(arguments) if arguments else "{}"
+                )
                 yield builder.tool_call_end(i)
         reason = script.stop_reason
         if reason == "error" or reason == "aborted":
             yield builder.error(script.error_message or "", reason)
         else:
             yield builder.done(reason)
+
+    def _pieces(self, text: str) -> Sequence[str]:
+        """``chunker(text)``, remembered for short texts when the chunker is one of ours."""
+        chunker = self.chunker
+        if len(text) > _CACHED_TEXT_MAX or chunker not in _PURE_CHUNKERS:
+            return chunker(text)
+        if chunker is not self._pieces_chunker:
+            self._pieces_by_text.clear()
+            self._pieces_chunker = chunker
+        pieces = self._pieces_by_text.get(text)
+        if pieces is None:
+            if len(self._pieces_by_text) >= _CACHE_ENTRIES_MAX:
+                self._pieces_by_text.clear()
+            pieces = self._pieces_by_text[text] = tuple(chunker(text))
+        return pieces
+
+
+def _copy_usage(usage: Usage) -> Usage:
+    """``attrs.evolve(usage)`` without its generic overhead (``cost`` is shared, as there)."""
+    if type(usage) is not Usage:
+        return attrs.evolve(usage)
+    return Usage(
+        usage.input,
+        usage.output,
+        usage.cache_read,
+        usage.cache_write,
+        usage.total_tokens,
+        usage.cost,
+    )
 
 
 def stream_unscripted(

@@ -106,14 +106,14 @@ def _as_tool_result(value: Any) -> ToolResult:
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
 
 
-@attrs.frozen
+@attrs.define
 class _Finalized:
     tool_call: ToolCall
     result: ToolResult
     is_error: bool
 
 
-@attrs.frozen
+@attrs.define
 class _Prepared:
     index: int
     tool_call: ToolCall

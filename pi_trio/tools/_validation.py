@@ -1,4 +1,4 @@
-"""Tool argument validation: pi's coercions, pi's error text, JSON schemas from attrs classes.
+"""Tool argument validation: pi's coercions and pi's error text (schemas: ``_schema``).
 
 pi-ai (0.73.1) validates a tool call's arguments in three steps, and this module does the same so
 that a model sees the same error text and recovers the same way:
@@ -22,19 +22,13 @@ model mistake) is parsed, when it parses into the expected kind (``coerce_json_s
 
 from __future__ import annotations
 
-import collections.abc
-import enum
 import functools
-import inspect
 import json
 import math
 import re
-import types
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
-from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
+from typing import Any, Final, Union
 
-import attrs
 import cattrs
 from cattrs.strategies import configure_union_passthrough
 from jsonschema import validators as _js_validators
@@ -42,6 +36,12 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 
 from .._errors import ToolArgumentError
+from ._fast_check import MISS, compile_fast_check
+from ._js import MAX_SAFE_INTEGER as _MAX_SAFE_INTEGER
+from ._js import is_number as _is_number
+from ._js import js_json_stringify, js_number_to_string
+from ._js import json_kind as _json_kind
+from ._schema import JsonSchema, json_schema_for
 
 __all__ = [
     "ArgumentValidator",
@@ -52,101 +52,10 @@ __all__ = [
     "json_schema_for",
 ]
 
-JsonSchema = dict[str, Any]
-
-
-# ---------------------------------------------------------------------------------------------
-# JavaScript-compatible rendering (numbers and JSON.stringify), so texts match pi byte for byte.
-# ---------------------------------------------------------------------------------------------
-
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
-
-
-def js_number_to_string(value: float) -> str:
-    """Render a number like JavaScript's ``String(n)`` (``1.0`` -> ``1``, ``1e21`` -> ``1e+21``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and abs(value) < 10**21:
-        return str(value)
-    number = float(value)
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    if number == 0:
-        return "0"
-    sign, digit_tuple, exponent = Decimal(repr(number)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple))
-    k = len(digits)
-    n = exponent + k  # position of the decimal point relative to the digits
-    if k <= n <= 21:
-        text = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        mantissa = digits[0] + (f".{digits[1:]}" if k > 1 else "")
-        text = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
-    return f"-{text}" if sign else text
-
-
-def js_json_stringify(value: Any, indent: int = 2) -> str:
-    """Render a JSON value like ``JSON.stringify(value, null, indent)`` does in JavaScript."""
-    return _stringify(value, " " * indent, "")
-
-
-def _stringify(value: Any, step: str, current: str) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return js_number_to_string(value) if math.isfinite(value) else "null"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    inner = current + step
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        items = [
-            f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_stringify(v, step, inner)}"
-            for k, v in value.items()
-        ]
-        return "{\n" + ",\n".join(items) + f"\n{current}}}"
-    if isinstance(value, list | tuple):
-        if not value:
-            return "[]"
-        items = [f"{inner}{_stringify(v, step, inner)}" for v in value]
-        return "[\n" + ",\n".join(items) + f"\n{current}]"
-    return json.dumps(str(value), ensure_ascii=False)
-
 
 # ---------------------------------------------------------------------------------------------
 # JSON value helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "other"
 
 
 def _strict_equal(a: Any, b: Any) -> bool:
@@ -243,186 +152,6 @@ def _parse_json_container(value: Any, types_: Iterable[str]) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"not JSON: {name}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Schema generation from attrs classes and type annotations
-# ---------------------------------------------------------------------------------------------
-
-_SEQUENCE_ORIGINS: Final[frozenset[Any]] = frozenset(
-    {
-        list,
-        collections.abc.Sequence,
-        collections.abc.MutableSequence,
-        collections.abc.Iterable,
-        collections.abc.Collection,
-    }
-)
-_SET_ORIGINS: Final[frozenset[Any]] = frozenset(
-    {set, frozenset, collections.abc.Set, collections.abc.MutableSet}
-)
-_MAPPING_ORIGINS: Final[frozenset[Any]] = frozenset(
-    {dict, collections.abc.Mapping, collections.abc.MutableMapping}
-)
-
-
-def _doc_summary(obj: Any) -> str:
-    """First paragraph of an object's docstring, its lines joined by spaces ('' if none)."""
-    doc = inspect.getdoc(obj) if not isinstance(obj, str) else inspect.cleandoc(obj)
-    if not doc:
-        return ""
-    lines: list[str] = []
-    for line in doc.splitlines():
-        if not line.strip():
-            break
-        lines.append(line.strip())
-    return " ".join(lines)
-
-
-def json_schema_for(params_type: type) -> JsonSchema:
-    """JSON schema (draft 2020-12) for an attrs class, shaped like pi's TypeBox ``Type.Object``.
-
-    Fields with a default are optional; ``attrs.field(metadata={"description": ...})`` or
-    ``Annotated[T, "description"]`` give descriptions. Like TypeBox, objects leave
-    ``additionalProperties`` unset (extra arguments are allowed and ignored when structuring).
-    """
-    if not (isinstance(params_type, type) and attrs.has(params_type)):
-        raise TypeError(f"json_schema_for() needs an attrs class, got {params_type!r}")
-    return _object_schema(params_type, ())
-
-
-def _object_schema(cls: type, stack: tuple[type, ...]) -> JsonSchema:
-    if cls in stack:
-        raise TypeError(f"recursive attrs class {cls.__qualname__} cannot be a tool parameter")
-    attrs.resolve_types(cls, include_extras=True)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        properties[field.name] = _field_schema(
-            field.type if field.type is not None else Any,
-            field.default,
-            field.metadata.get("description"),
-            (*stack, cls),
-        )
-        if field.default is attrs.NOTHING:
-            required.append(field.name)
-    schema: JsonSchema = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-def _field_schema(tp: Any, default: Any, description: Any, stack: tuple[type, ...]) -> JsonSchema:
-    """Schema of one object property: its type's schema plus description and default."""
-    schema = _schema_for_type(tp, stack)
-    if isinstance(description, str) and description:
-        schema["description"] = description
-    if default is not attrs.NOTHING and not isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        ok, value = _json_default(default)
-        if ok:
-            schema["default"] = value
-    return schema
-
-
-def _json_default(value: Any) -> tuple[bool, Any]:
-    if isinstance(value, enum.Enum):
-        value = value.value
-    if value is None or isinstance(value, bool | str):
-        return True, value
-    if isinstance(value, int | float):
-        return math.isfinite(value), value
-    if isinstance(value, list | tuple):
-        converted = [_json_default(item) for item in value]
-        return all(ok for ok, _ in converted), [item for _, item in converted]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        pairs = {k: _json_default(v) for k, v in value.items()}
-        return all(ok for ok, _ in pairs.values()), {k: v for k, (_, v) in pairs.items()}
-    return False, None
-
-
-def _schema_for_type(tp: Any, stack: tuple[type, ...] = ()) -> JsonSchema:
-    """Schema for one type annotation (the building block of ``json_schema_for``)."""
-    origin = get_origin(tp)
-    args = get_args(tp)
-    if origin is Annotated:
-        schema = _schema_for_type(args[0], stack)
-        notes = [m for m in args[1:] if isinstance(m, str)]
-        if notes:
-            schema["description"] = notes[0]
-        return schema
-    if tp is Any or tp is object:
-        return {}
-    if tp is None or tp is types.NoneType:
-        return {"type": "null"}
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is int:
-        return {"type": "integer"}
-    if tp is float:
-        return {"type": "number"}
-    if tp is str:
-        return {"type": "string"}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _literal_schema([member.value for member in tp])
-    if isinstance(tp, type) and attrs.has(tp):
-        schema = _object_schema(tp, stack)
-        summary = _doc_summary(tp) if tp.__doc__ else ""
-        if summary:
-            schema["description"] = summary
-        return schema
-    if origin is Literal:
-        return _literal_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
-    if origin is Union or origin is types.UnionType:
-        return {"anyOf": [_schema_for_type(member, stack) for member in args]}
-    if tp in _SEQUENCE_ORIGINS or origin in _SEQUENCE_ORIGINS:
-        return _array_schema(args, stack)
-    if tp in _SET_ORIGINS or origin in _SET_ORIGINS:
-        return {**_array_schema(args, stack), "uniqueItems": True}
-    if tp is tuple or origin is tuple:
-        if not args or (len(args) == 2 and args[1] is Ellipsis):
-            return _array_schema(args[:1], stack)
-        if args == ((),):
-            return {"type": "array", "maxItems": 0}
-        return {
-            "type": "array",
-            "prefixItems": [_schema_for_type(a, stack) for a in args],
-            "minItems": len(args),
-            "maxItems": len(args),
-        }
-    if tp in _MAPPING_ORIGINS or origin in _MAPPING_ORIGINS:
-        if args and args[0] is not str:
-            raise TypeError(f"only str keys are supported in tool parameters, got {tp!r}")
-        if len(args) == 2:
-            return {"type": "object", "additionalProperties": _schema_for_type(args[1], stack)}
-        return {"type": "object"}
-    raise TypeError(f"unsupported tool parameter type: {tp!r}")
-
-
-def _array_schema(args: tuple[Any, ...], stack: tuple[type, ...]) -> JsonSchema:
-    if args:
-        return {"type": "array", "items": _schema_for_type(args[0], stack)}
-    return {"type": "array"}
-
-
-def _literal_schema(values: list[Any]) -> JsonSchema:
-    kinds = {_json_kind(v) for v in values}
-    if kinds == {"null"}:
-        return {"type": "null"}
-    json_type: str | None = None
-    if kinds == {"string"}:
-        json_type = "string"
-    elif kinds == {"boolean"}:
-        json_type = "boolean"
-    elif kinds == {"number"}:
-        json_type = "integer" if all(isinstance(v, int) for v in values) else "number"
-    schema: JsonSchema = {} if json_type is None else {"type": json_type}
-    if len(values) == 1:
-        schema["const"] = values[0]
-    else:
-        schema["enum"] = list(values)
-    return schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -963,14 +692,16 @@ class ArgumentValidator:
     """Coerces and validates one tool's arguments; build it once per tool, call it per call.
 
     Everything that can be prepared is prepared in the constructor: the keyword-ordered schema,
-    the compiled ``jsonschema`` validator, and one compiled validator per union branch. The
-    per-call path only walks the arguments.
+    the compiled ``jsonschema`` validator, one compiled validator per union branch, and the fast
+    check (``_fast_check``) that accepts already-valid arguments without the coercers and
+    ``jsonschema``. The per-call path only walks the arguments.
     """
 
     __slots__ = (
         "_checks",
         "_coercer",
         "_converter",
+        "_fast",
         "_schema",
         "_structure",
         "_validator",
@@ -1014,6 +745,11 @@ class ArgumentValidator:
         #: The attrs class the arguments are structured into, if any.
         self.params_type = params_type
         self._validator_schema = ordered
+        self._fast = (
+            compile_fast_check(ordered)
+            if validator_cls is _js_validators.Draft202012Validator
+            else None
+        )
 
     @property
     def schema(self) -> JsonSchema:
@@ -1044,6 +780,17 @@ class ArgumentValidator:
         Returns the attrs instance for an attrs class, else the coerced dict. The error text
         shows ``arguments`` as received (before coercion), like pi.
         """
+        fast = self._fast
+        if fast is not None:
+            value = fast(arguments)
+            if value is not MISS:
+                if self._structure is None:
+                    return value
+                return self._structured(tool_name, value, arguments)
+        return self._validate_fully(tool_name, arguments)
+
+    def _validate_fully(self, tool_name: str, arguments: Any) -> Any:
+        """The full path: coerce, validate with ``jsonschema``, structure."""
         value = self.coerce(arguments)
         errors = self._validator.iter_errors(value)
         first = next(errors, None)
@@ -1056,6 +803,11 @@ class ArgumentValidator:
             )
         if self._structure is None:
             return value
+        return self._structured(tool_name, value, arguments)
+
+    def _structured(self, tool_name: str, value: Any, arguments: Any) -> Any:
+        """``value`` (valid) structured; a failure is reported with ``arguments`` as received."""
+        assert self._structure is not None
         try:
             return self._structure(value)
         except (cattrs.BaseValidationError, ValueError, TypeError) as exc:
