@@ -15,6 +15,7 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar, cast, overload
@@ -138,7 +139,9 @@ class _Run:
             default_convert_to_llm(self.transcript) if incremental else None
         )
         self.turn_open = False
-        self.unannounced: list[AgentMessage] = []  # in the transcript, message_start not yet sent
+        self.unannounced: collections.deque[AgentMessage] = (
+            collections.deque()
+        )  # in the transcript, message_start not yet sent
         self.partial: AssistantMessage | None = None
         self.batch: ToolBatch | None = None
         self.answer: AssistantMessage | None = None  # this turn's complete reply, no tool calls
@@ -213,7 +216,8 @@ class _Run:
         await self.emit(AgentStart())
         self.turn_open = True
         await self.emit(TurnStart())
-        await self._announce()
+        if self.unannounced:
+            await self._announce()
         await self._loop()
 
     def _take(self, messages: Sequence[AgentMessage]) -> bool:
@@ -225,7 +229,7 @@ class _Run:
 
     async def _announce(self) -> None:
         while self.unannounced:
-            message = self.unannounced.pop(0)
+            message = self.unannounced.popleft()
             await self.emit(MessageStart(message))
             await self.emit(MessageEnd(message))
 
@@ -248,7 +252,8 @@ class _Run:
                     self.answer = None
                     self.turn_open = True
                     await self.emit(TurnStart())
-                await self._announce()
+                if self.unannounced:
+                    await self._announce()
                 pending = False
 
                 message = await self._assistant_turn()
@@ -281,9 +286,11 @@ class _Run:
                 ):
                     await self._end()
                     return
-                pending = await self._poll(config.get_steering_messages)
+                if config.get_steering_messages is not None:
+                    pending = await self._poll(config.get_steering_messages)
 
-            pending = await self._poll(config.get_follow_up_messages)
+            if config.get_follow_up_messages is not None:
+                pending = await self._poll(config.get_follow_up_messages)
             if not pending:
                 break
         await self._end()
@@ -324,18 +331,26 @@ class _Run:
             context, options = await self._request()
         except Exception as exc:
             return await self._finish_response(None, exc)
+        send = self.sink.send
         try:
             async with self.stream_fn(self.config.model, context, options) as events:
                 async for event in events:
                     cls = type(event)
-                    if cls in _UPDATE_TYPES:
+                    if cls in _UPDATE_TYPES:  # the hot path: one per streamed delta
                         if self.partial is None:
                             continue  # pi ignores updates before "start"
-                        partial = cast(TextDelta, event).partial
+                        partial = event.partial  # type: ignore[union-attr]
                         if partial is not self.partial:
                             self.partial = partial
                             self.transcript[-1] = partial
-                        await self.emit(MessageUpdate(partial, event))
+                        update = MessageUpdate(partial, event)
+                        try:  # self.emit(update), inlined: no extra coroutine per delta
+                            await send(update)
+                        except Exception as exc:
+                            await self._fail(exc)
+                        except BaseException:
+                            self.interrupted = update
+                            raise
                     elif cls is StreamStart:
                         partial = cast(StreamStart, event).partial
                         if self.partial is None:
@@ -377,12 +392,14 @@ class _Run:
             self._record(message)
         self.partial = None
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
-        if not failed and not message.tool_calls:
+        calls = [] if failed else message.tool_calls
+        if not failed and not calls:
             self.answer = message
-        if not failed and message.tool_calls:
+        if calls:
             config = self.config
             self.batch = ToolBatch(
                 message,
+                calls,
                 self.context,
                 self.tools,
                 self.emit,

@@ -127,6 +127,7 @@ class ToolBatch:
     def __init__(
         self,
         assistant: AssistantMessage,
+        calls: list[ToolCall],
         context: AgentContext,
         tools: Mapping[str, AgentTool],
         emit: Emit,
@@ -137,7 +138,7 @@ class ToolBatch:
         after_tool_call: AfterToolCall | None = None,
     ) -> None:
         self.assistant = assistant
-        self.calls = assistant.tool_calls
+        self.calls = calls
         self._context = context
         self._tools = tools
         self._emit = emit
