@@ -1,4 +1,4 @@
-"""Every wire API against the scripted server: recorded bodies, faults, cancel, a tool turn."""
+"""Every wire API against the scripted server: recorded bodies, faults, cancel, an agent run."""
 
 from __future__ import annotations
 
@@ -228,22 +228,35 @@ async def test_missing_key_is_an_error_event(spec, monkeypatch) -> None:
     assert got[0].error.error_message == f"No API key for provider: {model.provider}"
 
 
-async def test_tool_turn_by_hand(spec, server, client) -> None:
-    """prompt -> tool calls -> tool results -> final text, with two stream_simple calls.
-
-    (The agent loop is not on main yet; this drives the same two requests it would.)
-    """
+async def test_agent_run_through_the_wire_api(spec, server, client) -> None:
+    """prompt -> tool calls (run in parallel by the agent) -> results -> final text."""
     server.script(spec.path, SSE(spec.tools), SSE(spec.text))
-    model = spec.model(server.url)
-    prompt = pt.UserMessage("Weather and time in Paris?")
-    first = await pt.complete_simple(model, context(prompt), options(client))
-    assert first.stop_reason == "toolUse"
-    results = [
-        pt.ToolResultMessage(call.id, call.name, [pt.TextContent(f"{call.name}: ok")])
-        for call in first.tool_calls
+    ran: list[tuple[str, str]] = []
+
+    async def weather(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        ran.append(("get_weather", params["city"]))
+        return pt.ToolResult([pt.TextContent("18 C, clear")])
+
+    async def time_in(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        ran.append(("get_time", params["tz"]))
+        return pt.ToolResult([pt.TextContent("12:00")])
+
+    tools = [
+        pt.AgentTool(t.name, t.name, t.description, t.parameters, fn)
+        for t, fn in zip(TOOLS, (weather, time_in), strict=True)
     ]
-    second = await pt.complete_simple(model, context(prompt, first, *results), options(client))
-    assert second.stop_reason == "stop" and second.content[0].text == "Hello world"
-    body = server.requests[1].json()
+    agent = pt.Agent(
+        pt.AgentState(system_prompt="You are terse.", model=spec.model(server.url), tools=tools),
+        stream_options=options(client),
+    )
+    await agent.prompt("Weather and time in Paris?")
+    roles = [m.role for m in agent.state.messages]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert sorted(name for name, _ in ran) == ["get_time", "get_weather"]
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "stop"
+    assert last.content[0].text == "Hello world"  # type: ignore[union-attr]
+    body = server.requests[1].json()  # the second request carries the tool results
     assert spec.tool_result_in_body(body)
     assert "Weather and time in Paris?" in str(body)
+    assert agent.state.error_message is None
