@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from contextlib import aclosing
+from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
 
 from ..events import StreamEvent
-from ..messages import Usage
+from ..messages import Context, Usage
 from ..models import Model, get_env_api_key
 from ._builder import MessageBuilder
 from ._http import EventSource, ProviderFailure, RequestPolicy, default_client, redact
@@ -37,11 +38,14 @@ from ._sse import SSEEvent
 
 __all__ = [
     "Decoder",
+    "DecoderFactory",
+    "RequestBuilder",
     "WireRequest",
     "compute_cost",
     "parse_event_json",
     "resolve_api_key",
     "run_wire_stream",
+    "wire_api",
 ]
 
 
@@ -173,3 +177,31 @@ async def run_wire_stream(
     finally:
         await source.aclose()
     yield builder.error(redact(str(failure), [api_key]))
+
+
+RequestBuilder: TypeAlias = Callable[[Model, Context, StreamOptions, str], WireRequest]
+DecoderFactory: TypeAlias = Callable[[Model, MessageBuilder], Decoder]
+
+
+def wire_api(
+    build_request: RequestBuilder, decoder: DecoderFactory, doc: str
+) -> Callable[[Model, Context, StreamOptions], AsyncGenerator[StreamEvent, None]]:
+    """The registry's stream function of one wire API, from its two halves: how a request is
+    built and how the answer's events are decoded. A missing key ends the stream at once."""
+
+    async def stream(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncGenerator[StreamEvent, None]:
+        builder = MessageBuilder(model)
+        api_key = resolve_api_key(model, options)
+        if api_key is None:
+            yield builder.error(f"No API key for provider: {model.provider}")
+            return
+        request = build_request(model, context, options, api_key)
+        events = run_wire_stream(builder, request, decoder(model, builder), options, api_key)
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+    stream.__doc__ = doc
+    return stream

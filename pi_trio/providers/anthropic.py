@@ -16,8 +16,7 @@ and the last user block as ephemeral unless ``cache_retention`` is "none".
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from ..events import StreamEvent
@@ -36,7 +35,7 @@ from ._builder import MessageBuilder
 from ._http import ProviderFailure
 from ._options import StreamOptions
 from ._sse import SSEEvent
-from ._stream import WireRequest, compute_cost, parse_event_json, resolve_api_key, run_wire_stream
+from ._stream import WireRequest, compute_cost, parse_event_json, wire_api
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_anthropic"]
@@ -375,18 +374,9 @@ class AnthropicDecoder:
         return [self.builder.done(mapped)]
 
 
-async def stream_anthropic(
-    model: Model, context: Context, options: StreamOptions
-) -> AsyncGenerator[StreamEvent, None]:
-    """Stream one Messages API response as pi_trio stream events (never raises for provider
-    failures; see :mod:`pi_trio.providers._stream`)."""
-    builder = MessageBuilder(model)
-    api_key = resolve_api_key(model, options)
-    if api_key is None:
-        yield builder.error(f"No API key for provider: {model.provider}")
-        return
-    request = build_request(model, context, options, api_key)
-    decoder = AnthropicDecoder(model, builder)
-    async with aclosing(run_wire_stream(builder, request, decoder, options, api_key)) as events:
-        async for event in events:
-            yield event
+stream_anthropic = wire_api(
+    build_request,
+    AnthropicDecoder,
+    "Stream one Messages API response as pi_trio stream events (never raises for provider "
+    "failures; see :mod:`pi_trio.providers._stream`).",
+)

@@ -26,8 +26,7 @@ role, ``max_tokens``, no ``store``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Iterable
-from contextlib import aclosing
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from ..events import StreamEvent
@@ -52,8 +51,7 @@ from ._stream import (
     _is_loopback,
     compute_cost,
     parse_event_json,
-    resolve_api_key,
-    run_wire_stream,
+    wire_api,
 )
 from ._transform import transform_messages
 
@@ -449,18 +447,9 @@ class CompletionsDecoder:
         raise ProviderFailure(f"Provider finish_reason: {reason}")
 
 
-async def stream_openai_completions(
-    model: Model, context: Context, options: StreamOptions
-) -> AsyncGenerator[StreamEvent, None]:
-    """Stream one Chat Completions response as pi_trio stream events (never raises for
-    provider failures; see :mod:`pi_trio.providers._stream`)."""
-    builder = MessageBuilder(model)
-    api_key = resolve_api_key(model, options)
-    if api_key is None:
-        yield builder.error(f"No API key for provider: {model.provider}")
-        return
-    request = build_request(model, context, options, api_key)
-    decoder = CompletionsDecoder(model, builder)
-    async with aclosing(run_wire_stream(builder, request, decoder, options, api_key)) as events:
-        async for event in events:
-            yield event
+stream_openai_completions = wire_api(
+    build_request,
+    CompletionsDecoder,
+    "Stream one Chat Completions response as pi_trio stream events (never raises for provider "
+    "failures; see :mod:`pi_trio.providers._stream`).",
+)
