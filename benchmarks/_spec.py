@@ -1,0 +1,137 @@
+"""The scenarios, their sizes (full and ``--quick``) and the figures each reports."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+Better = Literal["lower", "higher"]
+
+
+@attrs.frozen
+class Figure:
+    """One reported number: ``key`` in a child's ``figures``; the table shows ``label``."""
+
+    key: str
+    label: str
+    better: Better
+    target: str = ""
+    digits: int = 1
+    ratio: bool = True
+    """False for counts whose quotient means nothing (aborts that landed mid-run)."""
+
+
+@attrs.frozen
+class Scenario:
+    id: str
+    name: str
+    work: str
+    full: dict[str, Any]
+    quick: dict[str, Any]
+    figures: tuple[Figure, ...]
+    checks: tuple[str, ...] = ()
+    """Counts that must be 0 (transcript violations, leaked tasks, ...)."""
+    impls: tuple[str, ...] = ("pi_trio", "floor", "reference")
+    max_reps: int | None = None
+    """Scenarios that take long per process run at most this many times."""
+
+    def params(self, quick: bool) -> dict[str, Any]:
+        return {"scenario": self.id, **(self.quick if quick else self.full)}
+
+
+_ABORT_CHECKS = ("violations", "leaks")
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "S1",
+        "turns",
+        "one prompt; 1,000 turns of one noop call, then a final text",
+        {"turns": 1000},
+        {"turns": 100},
+        (
+            Figure("us_per_turn", "µs/turn", "lower", "<= 60"),
+            Figure("events_per_s", "events/s", "higher", digits=0),
+            Figure("peak_rss_mib", "peak RSS MiB", "lower"),
+        ),
+    ),
+    Scenario(
+        "S2",
+        "fanout",
+        "one turn of 1,000 parallel sleep(10 ms, cooperative), then a final text",
+        {"calls": 1000, "ms": 10},
+        {"calls": 100, "ms": 10},
+        (Figure("wall_ms", "prompt->idle ms", "lower", "<= 40"),),
+    ),
+    Scenario(
+        "S3",
+        "abort-coop",
+        "100 parallel sleep(10 s, cooperative); abort() 50 ms after the first tool start",
+        {"calls": 100, "ms": 10_000, "cooperative": True, "abort_after_ms": 50},
+        {"calls": 20, "ms": 10_000, "cooperative": True, "abort_after_ms": 50},
+        (Figure("abort_to_idle_ms", "abort->idle ms", "lower", "<= 3.0", 2),),
+        _ABORT_CHECKS,
+    ),
+    Scenario(
+        "S4",
+        "abort-uncoop",
+        "100 parallel sleep(2 s, uncooperative); abort() 50 ms after the first tool start",
+        {"calls": 100, "ms": 2_000, "cooperative": False, "abort_after_ms": 50},
+        {"calls": 20, "ms": 300, "cooperative": False, "abort_after_ms": 50},
+        (Figure("abort_to_idle_ms", "abort->idle ms", "lower", "<= 5", 2),),
+        _ABORT_CHECKS,
+    ),
+    Scenario(
+        "S5",
+        "many-agents",
+        "1,000 agents at once, each 10 turns of one noop call plus a final text",
+        {"agents": 1000, "turns": 10},
+        {"agents": 50, "turns": 10},
+        (
+            Figure("wall_s", "wall s", "lower", "<= 0.6", 3),
+            Figure("peak_rss_mib", "peak RSS MiB", "lower", "<= 100"),
+        ),
+    ),
+    Scenario(
+        "S6",
+        "stream",
+        "one assistant message of 100,000 text_delta events, no tools",
+        {"deltas": 100_000},
+        {"deltas": 5_000},
+        (Figure("events_per_s", "events/s", "higher", ">= 1M", 0),),
+    ),
+    Scenario(
+        "S7",
+        "cancel-stress",
+        "2,000 fresh agents: 5 turns x 3 parallel cooperative sleep(0-2 ms), aborted at random",
+        {"runs": 2000},
+        {"runs": 100},
+        (
+            Figure("runs_per_s", "runs/s", "higher", digits=0),
+            Figure("abort_idle_median_us", "abort->idle median µs", "lower", "<= 250", 0),
+            Figure("abort_idle_p99_us", "abort->idle p99 µs", "lower", "<= 600", 0),
+            Figure("mid_run_aborts", "aborts that landed mid-run", "higher", digits=0, ratio=False),
+        ),
+        _ABORT_CHECKS,
+        max_reps=3,
+    ),
+    Scenario(
+        "S7h",
+        "cancel-stress-http",
+        "S7 through openai-completions against a 127.0.0.1 server (300 runs)",
+        {"runs": 300},
+        {"runs": 30},
+        (
+            Figure("runs_per_s", "runs/s", "higher", digits=0),
+            Figure("abort_idle_median_us", "abort->idle median µs", "lower", digits=0),
+            Figure("abort_idle_p99_us", "abort->idle p99 µs", "lower", digits=0),
+            Figure("mid_run_aborts", "aborts that landed mid-run", "higher", digits=0, ratio=False),
+        ),
+        (*_ABORT_CHECKS, "pool_checked_out"),
+        impls=("pi_trio",),
+        max_reps=3,
+    ),
+)
+
+BY_ID = {scenario.id: scenario for scenario in SCENARIOS}
+IMPLS = ("pi_trio", "floor", "reference")

@@ -1,0 +1,288 @@
+"""The scenarios on pi_trio: ``pt.Agent`` with the scripted model and one counting subscriber."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+import pi_trio as pt
+
+from . import _script as script
+from ._common import median, peak_rss_mib, percentile, s7_schedule, transcript_violations
+from ._tasks import TaskTracker, start_tracking
+
+if hasattr(pt, "Agent"):
+    Agent: Any = pt.Agent
+    AgentState: Any = pt.AgentState
+else:  # pragma: no cover - until the Agent lands on main
+    from ._agent_shim import Agent, AgentState
+
+
+class Counter:
+    """The one subscriber: counts events (a plain function, so nothing is awaited)."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.first_tool_start = trio.Event()
+
+    def listener(self) -> Callable[[Any], None]:
+        def on_event(event: Any) -> None:
+            self.events += 1
+
+        return on_event
+
+    def listener_watching_tools(self) -> Callable[[Any], None]:
+        started = self.first_tool_start
+
+        def on_event(event: Any) -> None:
+            self.events += 1
+            if event.type == "tool_execution_start" and not started.is_set():
+                started.set()
+
+        return on_event
+
+
+def make_agent(model: Any, tools: list[pt.AgentTool], **options: Any) -> Any:
+    return Agent(AgentState(model=model.model, tools=tools), stream_fn=model, **options)
+
+
+def _noop_answers(turns: int) -> list[pt.AssistantMessage]:
+    answers = [script.tool_turn("noop", [{}], turn) for turn in range(turns)]
+    return [*answers, script.final_answer()]
+
+
+# --- S1 turns ---------------------------------------------------------------------------------
+
+
+async def s1_turns(turns: int) -> dict[str, Any]:
+    counter = Counter()
+    agent = make_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
+    agent.subscribe(counter.listener())
+    start = time.perf_counter()
+    await agent.prompt("Go.")
+    await agent.wait_for_idle()
+    elapsed = time.perf_counter() - start
+    return {
+        "figures": {
+            "us_per_turn": elapsed / (turns + 1) * 1e6,
+            "events_per_s": counter.events / elapsed,
+        },
+        "info": {"events": counter.events, "messages": len(agent.state.messages)},
+    }
+
+
+# --- S2 fanout --------------------------------------------------------------------------------
+
+
+async def s2_fanout(calls: int, ms: float) -> dict[str, Any]:
+    counter = Counter()
+    arguments = [{"ms": ms, "cooperative": True}] * calls
+    answers = [script.tool_turn("sleep", arguments), script.final_answer()]
+    agent = make_agent(script.scripted(answers), [script.SLEEP])
+    agent.subscribe(counter.listener())
+    start = time.perf_counter()
+    await agent.prompt("Go.")
+    await agent.wait_for_idle()
+    elapsed = time.perf_counter() - start
+    return {
+        "figures": {"wall_ms": elapsed * 1e3},
+        "info": {"events": counter.events, "messages": len(agent.state.messages)},
+    }
+
+
+# --- S3 / S4 abort ----------------------------------------------------------------------------
+
+
+async def s34_abort(
+    calls: int, ms: float, cooperative: bool, abort_after_ms: float
+) -> dict[str, Any]:
+    tracker = await start_tracking()
+    counter = Counter()
+    arguments = [{"ms": ms, "cooperative": cooperative}] * calls
+    answers = [script.tool_turn("sleep", arguments), script.final_answer()]
+    agent = make_agent(script.scripted(answers), [script.SLEEP])
+    agent.subscribe(counter.listener_watching_tools())
+    measured: dict[str, Any] = {}
+    before = set(tracker.live)
+
+    async def aborter(task_status: trio.TaskStatus[trio.lowlevel.Task]) -> None:
+        task_status.started(trio.lowlevel.current_task())
+        await counter.first_tool_start.wait()
+        await trio.sleep(abort_after_ms / 1000)
+        start = time.perf_counter()
+        agent.abort()
+        await agent.wait_for_idle()
+        measured["abort_to_idle_ms"] = (time.perf_counter() - start) * 1e3
+
+    async with trio.open_nursery() as nursery:
+        aborter_task = await nursery.start(aborter)
+        await agent.prompt("Go.")
+        await agent.wait_for_idle()
+        leaks = len(tracker.live - before - {aborter_task})
+    problems = transcript_violations(script.normalise(list(agent.state.messages)))
+    return {
+        "figures": measured,
+        "checks": {"violations": len(problems), "leaks": leaks},
+        "info": {"events": counter.events, "problems": problems[:5]},
+    }
+
+
+# --- S5 many agents ---------------------------------------------------------------------------
+
+
+async def s5_many_agents(agents: int, turns: int) -> dict[str, Any]:
+    counter = Counter()
+    listener = counter.listener()
+    crowd = []
+    for _ in range(agents):
+        agent = make_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
+        agent.subscribe(listener)
+        crowd.append(agent)
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for agent in crowd:
+            nursery.start_soon(agent.prompt, "Go.")
+    for agent in crowd:
+        await agent.wait_for_idle()
+    elapsed = time.perf_counter() - start
+    return {"figures": {"wall_s": elapsed}, "info": {"events": counter.events}}
+
+
+# --- S6 stream --------------------------------------------------------------------------------
+
+
+async def s6_stream(deltas: int) -> dict[str, Any]:
+    counter = Counter()
+    model = script.scripted([script.final_answer("x" * deltas)], chunker=_in_single_chars)
+    agent = make_agent(model, [])
+    agent.subscribe(counter.listener())
+    start = time.perf_counter()
+    await agent.prompt("Go.")
+    await agent.wait_for_idle()
+    elapsed = time.perf_counter() - start
+    return {
+        "figures": {"events_per_s": counter.events / elapsed},
+        "info": {"events": counter.events},
+    }
+
+
+def _in_single_chars(value: str) -> list[str]:
+    return list(value)
+
+
+# --- S7 cancel stress -------------------------------------------------------------------------
+
+
+class StressStats:
+    """What S7 (and its HTTP variant) count over all runs."""
+
+    def __init__(self) -> None:
+        self.abort_to_idle_us: list[float] = []
+        self.violations = 0
+        self.leaks = 0
+        self.mid_run = 0
+        self.finished_first = 0
+        self.problems: list[str] = []
+        self.events = 0
+
+    def result(self, runs: int, elapsed: float) -> dict[str, Any]:
+        return {
+            "figures": {
+                "runs_per_s": runs / elapsed,
+                "abort_idle_median_us": median(self.abort_to_idle_us),
+                "abort_idle_p99_us": percentile(self.abort_to_idle_us, 99),
+                "mid_run_aborts": self.mid_run,
+            },
+            "checks": {"violations": self.violations, "leaks": self.leaks},
+            "info": {
+                "runs": runs,
+                "finished_first": self.finished_first,
+                "events": self.events,
+                "problems": self.problems[:5],
+            },
+        }
+
+
+async def stress_run(
+    agent: Any, abort_at_ms: float, tracker: TaskTracker, stats: StressStats
+) -> None:
+    """One S7 run: prompt, abort at ``abort_at_ms`` (armed right before the prompt), check."""
+    counter = Counter()
+    agent.subscribe(counter.listener())
+    landed: dict[str, bool] = {}
+    before = set(tracker.live)
+
+    async def aborter(task_status: trio.TaskStatus[trio.lowlevel.Task]) -> None:
+        task_status.started(trio.lowlevel.current_task())
+        await trio.sleep(abort_at_ms / 1000)
+        mid_run = bool(agent.state.is_streaming)
+        start = time.perf_counter_ns()
+        agent.abort()
+        await agent.wait_for_idle()
+        if mid_run:
+            stats.abort_to_idle_us.append((time.perf_counter_ns() - start) / 1000)
+        landed["mid_run"] = mid_run
+
+    async with trio.open_nursery() as nursery:
+        aborter_task = await nursery.start(aborter)
+        await agent.prompt("Go.")
+        await agent.wait_for_idle()
+        stats.leaks += len(tracker.live - before - {aborter_task})
+        if not landed:  # finished before its abort: disarm it
+            nursery.cancel_scope.cancel()
+    stats.events += counter.events
+    mid_run = landed.get("mid_run", False)
+    if mid_run:
+        stats.mid_run += 1
+    else:
+        stats.finished_first += 1
+    allowed = ("aborted", "stop") if mid_run else ("stop",)
+    transcript = script.normalise(list(agent.state.messages))
+    problems = transcript_violations(transcript, allowed_last=allowed)
+    if problems:
+        stats.violations += 1
+        stats.problems.extend(problems)
+
+
+async def s7_cancel_stress(runs: int) -> dict[str, Any]:
+    tracker = await start_tracking()
+    stats = StressStats()
+    schedule = s7_schedule(runs)
+    start = time.perf_counter()
+    for sleeps, abort_at in schedule:
+        answers = [
+            script.tool_turn("sleep", [{"ms": ms, "cooperative": True} for ms in turn], t)
+            for t, turn in enumerate(sleeps)
+        ]
+        model = script.scripted([*answers, script.final_answer()])
+        await stress_run(make_agent(model, [script.SLEEP]), abort_at, tracker, stats)
+    return stats.result(runs, time.perf_counter() - start)
+
+
+# --- entry ------------------------------------------------------------------------------------
+
+
+def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
+    params = dict(params)
+    scenario = params.pop("scenario")
+    if scenario == "S7h":
+        from ._s7_http import s7_http
+
+        result = trio.run(lambda: s7_http(**params))
+    else:
+        function = {
+            "S1": s1_turns,
+            "S2": s2_fanout,
+            "S3": s34_abort,
+            "S4": s34_abort,
+            "S5": s5_many_agents,
+            "S6": s6_stream,
+            "S7": s7_cancel_stress,
+        }[scenario]
+        result = trio.run(lambda: function(**params))
+    result.setdefault("checks", {})
+    result["figures"]["peak_rss_mib"] = peak_rss_mib()
+    return result
