@@ -5,6 +5,8 @@
     python3 tasks.py demo    # the scripted demo (no API key, no network)
     python3 tasks.py lint    # ruff check, ruff format --check, mypy --strict pi_trio
     python3 tasks.py docs    # install pi_trio[docs] too, build the docs: mkdocs build --strict
+    python3 tasks.py bench   # the benchmarks S1-S7 beside a bare-Trio floor and pi on Node
+                             # (--quick, --only S1,S3, --json PATH; see docs/benchmarks.md)
 
 Extra arguments go to the underlying tool (``python3 tasks.py test -k wire``).
 """
@@ -89,7 +91,17 @@ def cmd_docs(extra: list[str]) -> int:
     return run(_python(), "-m", "mkdocs", "build", "--strict", *extra)
 
 
-COMMANDS = {"test": cmd_test, "lint": cmd_lint, "demo": cmd_demo, "docs": cmd_docs}
+def cmd_bench(extra: list[str]) -> int:
+    return run(_python(), "-m", "benchmarks", *extra)
+
+
+COMMANDS = {
+    "test": cmd_test,
+    "lint": cmd_lint,
+    "demo": cmd_demo,
+    "docs": cmd_docs,
+    "bench": cmd_bench,
+}
 EXTRAS = {"docs": ("dev", "docs")}
 
 

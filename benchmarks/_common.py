@@ -55,7 +55,9 @@ def transcript_violations(
 
     Every tool call of an assistant message has exactly one tool result after it and before
     the next assistant message; no tool result answers a call that is not pending; the last
-    message is an assistant message whose stopReason is in ``allowed_last``.
+    message is an assistant message whose stopReason is in ``allowed_last``. The tool calls of
+    a message that stopped with "aborted" or "error" (cut off mid-stream) are never executed
+    and need no result (DESIGN.md, pi's rule); a result for one is an orphan.
     """
     problems: list[str] = []
     pending: dict[str, int] = {}
@@ -67,8 +69,9 @@ def transcript_violations(
                 problems.append(f"message {index}: tool calls without a result: {sorted(pending)}")
                 pending.clear()
             answered.clear()
-            for call_id in message.get("toolCalls", ()):
-                pending[call_id] = index
+            if message.get("stopReason") not in ("aborted", "error"):
+                for call_id in message.get("toolCalls", ()):
+                    pending[call_id] = index
         elif role == "toolResult":
             call_id = message.get("toolCallId")
             if call_id in pending:

@@ -155,10 +155,11 @@ def render_table(results: dict[str, Any], reference: _reference.Reference) -> st
         first = True
         for figure in scenario.figures:
             arrow = "↓" if figure.better == "lower" else "↑"
-            cells = [_cell(impls.get(impl), figure) for impl in IMPLS]
-            if "reference" not in scenario.impls:
-                cells[2] = "n/a"
-            elif not reference.available:
+            cells = [
+                _cell(impls.get(impl), figure) if impl in scenario.impls else "n/a"
+                for impl in IMPLS
+            ]
+            if "reference" in scenario.impls and not reference.available:
                 cells[2] = "not run"
             ratios = []
             for other in ("reference", "floor"):
@@ -171,10 +172,11 @@ def render_table(results: dict[str, Any], reference: _reference.Reference) -> st
             )
             first = False
         if scenario.checks:
-            cells = [_checks_cell(impls.get(impl), scenario.checks) for impl in IMPLS]
-            if "reference" not in scenario.impls:
-                cells[2] = "n/a"
-            elif not reference.available:
+            cells = [
+                _checks_cell(impls.get(impl), scenario.checks) if impl in scenario.impls else "n/a"
+                for impl in IMPLS
+            ]
+            if "reference" in scenario.impls and not reference.available:
                 cells[2] = "not run"
             zeros = " / ".join("0" for _ in scenario.checks)
             label = " / ".join(scenario.checks).replace("_", " ")

@@ -9,6 +9,7 @@ from typing import Any
 import trio
 
 import pi_trio as pt
+from pi_trio.providers import faux
 
 from . import _script as script
 from ._common import median, peak_rss_mib, percentile, s7_schedule, transcript_violations
@@ -45,8 +46,12 @@ class Counter:
         return on_event
 
 
-def make_agent(model: Any, tools: list[pt.AgentTool], **options: Any) -> Any:
-    return Agent(AgentState(model=model.model, tools=tools), stream_fn=model, **options)
+def make_agent(model: pt.Model, tools: list[pt.AgentTool], **options: Any) -> Any:
+    return Agent(AgentState(model=model, tools=tools), **options)
+
+
+def scripted_agent(scripted: faux.FauxModel, tools: list[pt.AgentTool]) -> Any:
+    return make_agent(scripted.model, tools, stream_fn=scripted)
 
 
 def _noop_answers(turns: int) -> list[pt.AssistantMessage]:
@@ -59,7 +64,7 @@ def _noop_answers(turns: int) -> list[pt.AssistantMessage]:
 
 async def s1_turns(turns: int) -> dict[str, Any]:
     counter = Counter()
-    agent = make_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
+    agent = scripted_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
     agent.subscribe(counter.listener())
     start = time.perf_counter()
     await agent.prompt("Go.")
@@ -81,7 +86,7 @@ async def s2_fanout(calls: int, ms: float) -> dict[str, Any]:
     counter = Counter()
     arguments = [{"ms": ms, "cooperative": True}] * calls
     answers = [script.tool_turn("sleep", arguments), script.final_answer()]
-    agent = make_agent(script.scripted(answers), [script.SLEEP])
+    agent = scripted_agent(script.scripted(answers), [script.SLEEP])
     agent.subscribe(counter.listener())
     start = time.perf_counter()
     await agent.prompt("Go.")
@@ -103,7 +108,7 @@ async def s34_abort(
     counter = Counter()
     arguments = [{"ms": ms, "cooperative": cooperative}] * calls
     answers = [script.tool_turn("sleep", arguments), script.final_answer()]
-    agent = make_agent(script.scripted(answers), [script.SLEEP])
+    agent = scripted_agent(script.scripted(answers), [script.SLEEP])
     agent.subscribe(counter.listener_watching_tools())
     measured: dict[str, Any] = {}
     before = set(tracker.live)
@@ -138,7 +143,7 @@ async def s5_many_agents(agents: int, turns: int) -> dict[str, Any]:
     listener = counter.listener()
     crowd = []
     for _ in range(agents):
-        agent = make_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
+        agent = scripted_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
         agent.subscribe(listener)
         crowd.append(agent)
     start = time.perf_counter()
@@ -157,7 +162,7 @@ async def s5_many_agents(agents: int, turns: int) -> dict[str, Any]:
 async def s6_stream(deltas: int) -> dict[str, Any]:
     counter = Counter()
     model = script.scripted([script.final_answer("x" * deltas)], chunker=_in_single_chars)
-    agent = make_agent(model, [])
+    agent = scripted_agent(model, [])
     agent.subscribe(counter.listener())
     start = time.perf_counter()
     await agent.prompt("Go.")
@@ -258,7 +263,7 @@ async def s7_cancel_stress(runs: int) -> dict[str, Any]:
             for t, turn in enumerate(sleeps)
         ]
         model = script.scripted([*answers, script.final_answer()])
-        await stress_run(make_agent(model, [script.SLEEP]), abort_at, tracker, stats)
+        await stress_run(scripted_agent(model, [script.SLEEP]), abort_at, tracker, stats)
     return stats.result(runs, time.perf_counter() - start)
 
 
