@@ -227,7 +227,7 @@ class Progress:
 
 def _outcome(result: dict[str, Any], scenario: Scenario) -> str:
     if "error" in result:
-        return "ERROR " + result["error"]
+        return f"ERROR {result['error']}"
     figure = scenario.figures[0]
     value = result["figures"].get(figure.key)
     shown = _number(value, figure.digits) if isinstance(value, int | float) else "?"

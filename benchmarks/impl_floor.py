@@ -10,7 +10,7 @@ so this is a lower bound, not a competitor. It imports trio and nothing of pi_tr
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import trio
@@ -19,7 +19,7 @@ from ._common import median, peak_rss_mib, percentile, s7_schedule, transcript_v
 from ._tasks import TaskTracker, start_tracking
 
 TEXT_PIECES = 8
-Tool = Callable[[], Awaitable[object]]
+Tool = Callable[[], Coroutine[Any, Any, object]]
 _OK = object()
 
 
@@ -306,7 +306,7 @@ async def s7_cancel_stress(runs: int) -> dict[str, Any]:
 
 def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
     params = dict(params)
-    function = {
+    functions: dict[str, Callable[..., Coroutine[Any, Any, dict[str, Any]]]] = {
         "S1": s1_turns,
         "S2": s2_fanout,
         "S3": s34_abort,
@@ -314,8 +314,9 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         "S5": s5_many_agents,
         "S6": s6_stream,
         "S7": s7_cancel_stress,
-    }[params.pop("scenario")]
-    result = trio.run(lambda: function(**params))
+    }
+    function = functions[params.pop("scenario")]
+    result: dict[str, Any] = trio.run(lambda: function(**params))
     result.setdefault("checks", {})
     result["figures"]["peak_rss_mib"] = peak_rss_mib()
     return result

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import trio
@@ -14,12 +14,6 @@ from pi_trio.providers import faux
 from . import _script as script
 from ._common import median, peak_rss_mib, percentile, s7_schedule, transcript_violations
 from ._tasks import TaskTracker, start_tracking
-
-if hasattr(pt, "Agent"):
-    Agent: Any = pt.Agent
-    AgentState: Any = pt.AgentState
-else:  # pragma: no cover - until the Agent lands on main
-    from ._agent_shim import Agent, AgentState
 
 
 class Counter:
@@ -46,11 +40,12 @@ class Counter:
         return on_event
 
 
-def make_agent(model: pt.Model, tools: list[pt.AgentTool], **options: Any) -> Any:
-    return Agent(AgentState(model=model, tools=tools), **options)
+def make_agent(model: pt.Model, tools: list[pt.AgentTool], **options: Any) -> pt.Agent:
+    state = pt.AgentState(model=model, tools=tools)  # type: ignore[arg-type]  # attrs converter=list
+    return pt.Agent(state, **options)
 
 
-def scripted_agent(scripted: faux.FauxModel, tools: list[pt.AgentTool]) -> Any:
+def scripted_agent(scripted: faux.FauxModel, tools: list[pt.AgentTool]) -> pt.Agent:
     return make_agent(scripted.model, tools, stream_fn=scripted)
 
 
@@ -212,7 +207,7 @@ class StressStats:
 
 
 async def stress_run(
-    agent: Any, abort_at_ms: float, tracker: TaskTracker, stats: StressStats
+    agent: pt.Agent, abort_at_ms: float, tracker: TaskTracker, stats: StressStats
 ) -> None:
     """One S7 run: prompt, abort at ``abort_at_ms`` (armed right before the prompt), check."""
     counter = Counter()
@@ -278,7 +273,7 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
 
         result = trio.run(lambda: s7_http(**params))
     else:
-        function = {
+        functions: dict[str, Callable[..., Coroutine[Any, Any, dict[str, Any]]]] = {
             "S1": s1_turns,
             "S2": s2_fanout,
             "S3": s34_abort,
@@ -286,7 +281,8 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
             "S5": s5_many_agents,
             "S6": s6_stream,
             "S7": s7_cancel_stress,
-        }[scenario]
+        }
+        function = functions[scenario]
         result = trio.run(lambda: function(**params))
     result.setdefault("checks", {})
     result["figures"]["peak_rss_mib"] = peak_rss_mib()
