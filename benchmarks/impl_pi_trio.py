@@ -181,6 +181,7 @@ class StressStats:
 
     def __init__(self) -> None:
         self.abort_to_idle_us: list[float] = []
+        self.abort_to_idle_cpu_us: list[float] = []
         self.violations = 0
         self.leaks = 0
         self.mid_run = 0
@@ -194,6 +195,7 @@ class StressStats:
                 "runs_per_s": runs / elapsed,
                 "abort_idle_median_us": median(self.abort_to_idle_us),
                 "abort_idle_p99_us": percentile(self.abort_to_idle_us, 99),
+                "abort_idle_p99_cpu_us": percentile(self.abort_to_idle_cpu_us, 99),
                 "mid_run_aborts": self.mid_run,
             },
             "checks": {"violations": self.violations, "leaks": self.leaks},
@@ -219,11 +221,12 @@ async def stress_run(
         task_status.started(trio.lowlevel.current_task())
         await trio.sleep(abort_at_ms / 1000)
         mid_run = bool(agent.state.is_streaming)
-        start = time.perf_counter_ns()
+        start, cpu = time.perf_counter_ns(), time.thread_time_ns()
         agent.abort()
         await agent.wait_for_idle()
         if mid_run:
             stats.abort_to_idle_us.append((time.perf_counter_ns() - start) / 1000)
+            stats.abort_to_idle_cpu_us.append((time.thread_time_ns() - cpu) / 1000)
         landed["mid_run"] = mid_run
 
     async with trio.open_nursery() as nursery:

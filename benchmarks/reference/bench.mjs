@@ -303,6 +303,7 @@ async function s6({ deltas }) {
 
 async function s7({ runs }) {
   const abortToIdle = [];
+  const abortToIdleCpu = [];
   const transcripts = [];
   let leaks = 0;
   let midRuns = 0;
@@ -325,10 +326,14 @@ async function s7({ runs }) {
     const timer = setTimeout(() => {
       const midRun = agent.state.isStreaming;
       const began = performance.now();
+      const cpu = process.cpuUsage();
       agent.abort();
       landed = { midRun };
       measured = agent.waitForIdle().then(() => {
-        if (midRun) abortToIdle.push((performance.now() - began) * 1e3);
+        if (!midRun) return;
+        abortToIdle.push((performance.now() - began) * 1e3);
+        const used = process.cpuUsage(cpu); // µs, the whole process (V8's helper threads too)
+        abortToIdleCpu.push(used.user + used.system);
       });
     }, abortAt);
     await agent.prompt("Go.");
@@ -349,6 +354,7 @@ async function s7({ runs }) {
       runs_per_s: runs / elapsed,
       abort_idle_median_us: percentile(abortToIdle, 50),
       abort_idle_p99_us: percentile(abortToIdle, 99),
+      abort_idle_p99_cpu_us: percentile(abortToIdleCpu, 99),
       mid_run_aborts: midRuns,
     },
     checks: { leaks },
