@@ -58,7 +58,11 @@ function toolTurn(name, argsList, turn = 0) {
 }
 const finalAnswer = (text = FINAL_TEXT) => ({ text, calls: [] });
 
-// A stream function answering each call with the next scripted answer, at once (zero delay).
+// A stream function answering each call with the next scripted answer, with zero delay the way
+// pi-ai's own faux provider does it: production starts in a microtask and each delta chunk
+// waits one microtask, so the consumer keeps pace (no event queue builds up).
+const nextMicrotask = () => new Promise((resolve) => queueMicrotask(resolve));
+
 function scripted(answers, chunk = (text) => inPieces(text, TEXT_PIECES)) {
   let index = 0;
   return (model, context, options) => {
@@ -81,28 +85,32 @@ function scripted(answers, chunk = (text) => inPieces(text, TEXT_PIECES)) {
       stream.end(message);
       return stream;
     }
-    stream.push({ type: "start", partial: message });
-    const text = { type: "text", text: "" };
-    message.content.push(text);
-    stream.push({ type: "text_start", contentIndex: 0, partial: message });
-    for (const piece of chunk(answer.text)) {
-      text.text += piece;
-      stream.push({ type: "text_delta", contentIndex: 0, delta: piece, partial: message });
-    }
-    stream.push({ type: "text_end", contentIndex: 0, content: text.text, partial: message });
-    for (const call of answer.calls) {
-      const block = { type: "toolCall", id: call.id, name: call.name, arguments: {} };
-      message.content.push(block);
-      const contentIndex = message.content.length - 1;
-      stream.push({ type: "toolcall_start", contentIndex, partial: message });
-      const json = JSON.stringify(call.args);
-      block.arguments = JSON.parse(json);
-      stream.push({ type: "toolcall_delta", contentIndex, delta: json, partial: message });
-      stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: message });
-    }
-    message.stopReason = answer.calls.length ? "toolUse" : "stop";
-    stream.push({ type: "done", reason: message.stopReason, message });
-    stream.end(message);
+    queueMicrotask(async () => {
+      stream.push({ type: "start", partial: message });
+      const text = { type: "text", text: "" };
+      message.content.push(text);
+      stream.push({ type: "text_start", contentIndex: 0, partial: message });
+      for (const piece of chunk(answer.text)) {
+        await nextMicrotask();
+        text.text += piece;
+        stream.push({ type: "text_delta", contentIndex: 0, delta: piece, partial: message });
+      }
+      stream.push({ type: "text_end", contentIndex: 0, content: text.text, partial: message });
+      for (const call of answer.calls) {
+        const block = { type: "toolCall", id: call.id, name: call.name, arguments: {} };
+        message.content.push(block);
+        const contentIndex = message.content.length - 1;
+        stream.push({ type: "toolcall_start", contentIndex, partial: message });
+        const json = JSON.stringify(call.args);
+        await nextMicrotask();
+        block.arguments = JSON.parse(json);
+        stream.push({ type: "toolcall_delta", contentIndex, delta: json, partial: message });
+        stream.push({ type: "toolcall_end", contentIndex, toolCall: block, partial: message });
+      }
+      message.stopReason = answer.calls.length ? "toolUse" : "stop";
+      stream.push({ type: "done", reason: message.stopReason, message });
+      stream.end(message);
+    });
     return stream;
   };
 }
