@@ -359,7 +359,7 @@ def main(argv: list[str]) -> int:
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(payload, indent=1, default=_json_default) + "\n")
-    return 1 if errors else 0
+    return 1 if errors or failed_checks else 0
 
 
 def _json_default(value: Any) -> Any:
