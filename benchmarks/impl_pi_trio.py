@@ -41,7 +41,7 @@ class Counter:
 
 
 def make_agent(model: pt.Model, tools: list[pt.AgentTool], **options: Any) -> pt.Agent:
-    state = pt.AgentState(model=model, tools=tools)  # type: ignore[arg-type]  # attrs converter=list
+    state = pt.AgentState(model=model, tools=tools)
     return pt.Agent(state, **options)
 
 
