@@ -181,7 +181,6 @@ function normalise(messages) {
 }
 
 const now = () => performance.now(); // ms
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const noopAnswers = (turns) => [
   ...Array.from({ length: turns }, (_, t) => toolTurn("noop", [{}], t)),
   finalAnswer(),
@@ -255,22 +254,22 @@ async function s34({ calls, ms, cooperative, abort_after_ms }) {
   let events = 0;
   const args = Array.from({ length: calls }, () => ({ ms, cooperative }));
   const agent = makeAgent([toolTurn("sleep", args), finalAnswer()], [SLEEP]);
-  let aborted;
+  let armed = false;
+  let abortedAt = null;
   const figures = {};
   agent.subscribe((event) => {
     events++;
-    if (event.type === "tool_execution_start" && !aborted) {
-      aborted = sleep(abort_after_ms).then(async () => {
-        const start = now();
+    if (event.type === "tool_execution_start" && !armed) {
+      armed = true;
+      setTimeout(() => {
+        abortedAt = now();
         agent.abort();
-        await agent.waitForIdle();
-        figures.abort_to_idle_ms = now() - start;
-      });
+      }, abort_after_ms);
     }
   });
   await agent.prompt("Go.");
   await agent.waitForIdle();
-  await aborted;
+  if (abortedAt !== null) figures.abort_to_idle_ms = now() - abortedAt;
   return {
     figures,
     info: { events, leaked_tool_executions: runningTools },
@@ -329,28 +328,25 @@ async function s7({ runs }) {
     agent.subscribe(() => {
       events++;
     });
+    // The timer notes the time and aborts; idle is when the prompt's caller is back from
+    // waitForIdle() (as in the Python implementations).
     let landed = null;
-    let measured = null;
     const timer = setTimeout(() => {
-      const midRun = agent.state.isStreaming;
-      const began = performance.now();
-      const cpu = process.cpuUsage();
+      landed = { midRun: agent.state.isStreaming, at: now(), cpu: process.cpuUsage() };
       agent.abort();
-      landed = { midRun };
-      measured = agent.waitForIdle().then(() => {
-        if (!midRun) return;
-        abortToIdle.push((performance.now() - began) * 1e3);
-        const used = process.cpuUsage(cpu); // µs, the whole process (V8's helper threads too)
-        abortToIdleCpu.push(used.user + used.system);
-      });
     }, abortAt);
     await agent.prompt("Go.");
     await agent.waitForIdle();
+    const idle = now();
     leaks += runningTools;
     if (landed === null) clearTimeout(timer);
-    else await measured;
     const midRun = landed?.midRun ?? false;
-    if (midRun) midRuns++;
+    if (midRun) {
+      midRuns++;
+      abortToIdle.push((idle - landed.at) * 1e3);
+      const used = process.cpuUsage(landed.cpu); // µs, the whole process (V8's helpers too)
+      abortToIdleCpu.push(used.user + used.system);
+    }
     transcripts.push({
       allowed: midRun ? ["aborted", "stop"] : ["stop"],
       messages: normalise(agent.state.messages),
