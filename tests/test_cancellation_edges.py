@@ -279,3 +279,19 @@ def test_images_need_a_text_prompt() -> None:
     agent = pt.Agent()
     with pytest.raises(ValueError, match="images"):
         trio.run(agent.prompt, pt.UserMessage("x"), [pt.ImageContent("AA==", "image/png")])
+
+
+async def test_wait_for_idle_from_a_task_around_the_prompt() -> None:
+    """A watchdog in a nursery opened around prompt() is outside the run: it may wait."""
+    agent = _agent([_sleeps(0.01), faux.assistant_message("done")])
+    waited: list[bool] = []
+    async with trio.open_nursery() as nursery:
+
+        async def watchdog() -> None:
+            await trio.sleep(0.001)
+            await agent.wait_for_idle()
+            waited.append(agent.state.is_streaming)
+
+        nursery.start_soon(watchdog)
+        await agent.prompt("go")
+    assert waited == [False]

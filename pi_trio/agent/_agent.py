@@ -74,11 +74,11 @@ def _message_end(state: AgentState, event: MessageEnd) -> None:
 
 
 def _tool_start(state: AgentState, event: ToolExecutionStart) -> None:
-    state.pending_tool_calls = state.pending_tool_calls | {event.tool_call_id}
+    state._pending.add(event.tool_call_id)
 
 
 def _tool_end(state: AgentState, event: ToolExecutionEnd) -> None:
-    state.pending_tool_calls = state.pending_tool_calls - {event.tool_call_id}
+    state._pending.discard(event.tool_call_id)
 
 
 def _turn_end(state: AgentState, event: TurnEnd) -> None:
@@ -163,6 +163,7 @@ class Agent:
         self._subscriptions: list[Subscription] = []
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
+        self._outer_nurseries: frozenset[trio.Nursery] = frozenset()
         self._idle: trio.Event | None = None
         self._sink = _Sink(self._deliver)
 
@@ -225,7 +226,7 @@ class Agent:
         state.messages = []
         state.is_streaming = False
         state.streaming_message = None
-        state.pending_tool_calls = frozenset()
+        state._pending.clear()
         state.error_message = None
         self.clear_all_queues()
 
@@ -362,12 +363,20 @@ class Agent:
             await trio.lowlevel.checkpoint()
 
     def _inside_run(self) -> bool:
+        """Is the current task the run's, or a task of a nursery opened during the run?
+
+        (A task of a nursery the caller opened *around* ``prompt()`` is not inside it.)
+        """
         task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
         while task is not None:
             if task is self._run_task:
                 return True
             nursery = task.parent_nursery
-            task = nursery.parent_task if nursery is not None else None
+            if nursery is None:
+                return False
+            if nursery.parent_task is self._run_task:
+                return nursery not in self._outer_nurseries
+            task = nursery.parent_task
         return False
 
     def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
@@ -414,6 +423,7 @@ class Agent:
         state = self._state
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
+        self._outer_nurseries = frozenset(self._run_task.child_nurseries)
         self._idle = trio.Event()
         task_status.started()
         state.is_streaming = True
@@ -431,7 +441,7 @@ class Agent:
                 state.error_message = last.error_message
             state.is_streaming = False
             state.streaming_message = None
-            state.pending_tool_calls = frozenset()
+            state._pending.clear()
             self._scope = None
             self._run_task = None
             self._idle.set()

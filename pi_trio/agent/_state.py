@@ -59,7 +59,7 @@ class AgentState:
     )
     is_streaming: bool = attrs.field(default=False, init=False)
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
-    pending_tool_calls: frozenset[str] = attrs.field(default=frozenset(), init=False)
+    _pending: set[str] = attrs.field(factory=set, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
 
     @property
@@ -77,6 +77,11 @@ class AgentState:
     @messages.setter
     def messages(self, value: Iterable[AgentMessage]) -> None:
         self._messages = list(value)
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        """Ids of the tool calls started and not yet ended (a snapshot: O(running calls))."""
+        return frozenset(self._pending)
 
     @property
     def last_assistant_message(self) -> AssistantMessage | None:
