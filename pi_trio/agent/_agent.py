@@ -268,9 +268,12 @@ class Agent:
 
     async def _deliver(self, event: AgentEvent) -> None:
         """The agent's sink: reduce state, await listeners, feed channels (in that order)."""
-        reduce = _REDUCERS.get(type(event))
-        if reduce is not None:
-            reduce(self._state, event)
+        if type(event) is MessageUpdate:  # most events: one per streamed delta
+            self._state.streaming_message = event.message
+        else:
+            reduce = _REDUCERS.get(type(event))
+            if reduce is not None:
+                reduce(self._state, event)
         try:
             for listener in self._listeners:
                 pending = listener(event)

@@ -75,9 +75,8 @@ class MessageBuilder:
         return TextStart(len(self.message.content) - 1, self.message)
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
-        block = self.message.content[index]
-        assert isinstance(block, TextContent)
-        block.append(delta)
+        # per streamed delta: keep it to an append and the event (index is ours, from text_start)
+        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
         return TextDelta(index, delta, self.message)
 
     def text_end(self, index: int, signature: str | None = None) -> TextEnd:
@@ -93,9 +92,7 @@ class MessageBuilder:
         return ThinkingStart(len(self.message.content) - 1, self.message)
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
-        block = self.message.content[index]
-        assert isinstance(block, ThinkingContent)
-        block.append(delta)
+        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
         return ThinkingDelta(index, delta, self.message)
 
     def thinking_end(

@@ -83,17 +83,19 @@ async def _call_hook(hook: Callable[..., Any], *args: Any) -> Any:
 def _serialized(emit: Emit) -> Emit:
     """``emit`` for concurrent tool tasks: a listener that awaits (a socket write, say) must
     not be entered by a second task while it is suspended. No schedule point when free."""
-    lock = trio.Lock()
+    busy = False
+    waiting = trio.lowlevel.ParkingLot()
 
     async def emit_one_at_a_time(event: AgentEvent) -> None:
-        try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
+        nonlocal busy
+        while busy:
+            await waiting.park()
+        busy = True
         try:
             await emit(event)
         finally:
-            lock.release()
+            busy = False
+            waiting.unpark()
 
     return emit_one_at_a_time
 
