@@ -89,8 +89,11 @@ class ProviderFailure(PiError):
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every occurrence of each (non-trivial) secret replaced by ``***``."""
     for secret in secrets:
-        if secret and len(secret) >= 4 and secret in text:
-            text = text.replace(secret, _REDACTED)
+        # also the key without surrounding whitespace: a key read from a file with its
+        # newline shows up in httpx/h11 errors as repr(bytes), where "\n" is escaped
+        for candidate in {secret, secret.strip()} if secret else ():
+            if len(candidate) >= 4 and candidate in text:
+                text = text.replace(candidate, _REDACTED)
     return text
 
 
@@ -166,6 +169,20 @@ async def _close_when_run_ends(client: httpx.AsyncClient) -> None:
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
             await client.aclose()
+
+
+def _admission_for(client: httpx.AsyncClient) -> trio.Semaphore | None:
+    """The admission semaphore of ``client``: the default client's, or one made on first
+    use for an injected client whose (httpx default) pool has a connection limit, so that
+    its pool never queues either and the shielded window of :func:`send_guarded` stays the
+    connect, instead of an unbounded wait for another request's connection."""
+    admission = _ADMISSION.get(client)
+    if admission is None:
+        pool = getattr(getattr(client, "_transport", None), "_pool", None)
+        limit = getattr(pool, "_max_connections", None)
+        if isinstance(limit, int) and limit > 0:
+            admission = _ADMISSION[client] = trio.Semaphore(limit)
+    return admission
 
 
 def pool_in_use(client: httpx.AsyncClient) -> int:
@@ -332,7 +349,7 @@ class EventSource:
         self._attempt += 1
         self._parser = SSEParser()
         self._pending.clear()
-        admission = _ADMISSION.get(self._client)
+        admission = _admission_for(self._client)
         if admission is not None:
             with trio.move_on_at(self._deadline) as scope:
                 await admission.acquire()
@@ -400,6 +417,8 @@ class EventSource:
             return None
         except httpx.TimeoutException as exc:
             raise self._fail(f"timeout while reading the response: {_describe(exc)}") from exc
+        except httpx.DecodingError as exc:  # e.g. a body that is not the gzip it claims
+            raise self._fail(f"invalid response body: {_describe(exc)}") from exc
         except httpx.TransportError as exc:
             message = "connection closed by the server before the response was complete"
             raise self._fail(f"{message}: {_describe(exc)}", retryable=True) from exc
@@ -422,7 +441,8 @@ class EventSource:
                         break
             except httpx.HTTPError:
                 pass
-        text = _error_text(body)
+        # redact before _error_text truncates: a key cut in half would not match any more
+        text = _error_text(redact(body.decode("utf-8", errors="replace"), self._secrets))
         status = f"HTTP {response.status_code} {_reason(response)}".rstrip()
         message = f"{status}: {text}" if text else status
         return self._fail(
@@ -465,9 +485,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _error_text(body: bytes) -> str:
+def _error_text(body: str) -> str:
     """The provider's own error message from an error body (JSON or text)."""
-    text = body.decode("utf-8", errors="replace").strip()
+    text = body.strip()
     if not text:
         return ""
     try:

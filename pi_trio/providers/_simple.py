@@ -11,6 +11,7 @@ from ..events import StreamDone, StreamError, StreamEvent
 from ..messages import AssistantMessage, Context
 from ..models import Model
 from ._builder import MessageBuilder
+from ._http import redact
 from ._options import StreamOptions
 from ._registry import ApiStreamFunction, get_api
 
@@ -44,7 +45,7 @@ async def _guarded(
         if isinstance(exc.__context__, trio.Cancelled | GeneratorExit):
             raise  # it failed while being cancelled or closed: that is what is going on
         builder = MessageBuilder(model)
-        yield builder.error(f"{type(exc).__name__}: {exc}")
+        yield builder.error(redact(f"{type(exc).__name__}: {exc}", [options.api_key]))
 
 
 async def complete_simple(

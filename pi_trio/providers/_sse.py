@@ -71,6 +71,7 @@ class SSEParser:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self._scanned = 0  # leading bytes of the buffer already known to hold no line end
         self._started = False
         self._data: list[str] = []
         self._event = ""
@@ -95,6 +96,7 @@ class SSEParser:
         if self._buffer:
             line = bytes(self._buffer)
             self._buffer.clear()
+            self._scanned = 0
             event = self._process_line(line)
             if event is not None:
                 events.append(event)
@@ -105,9 +107,10 @@ class SSEParser:
     def _lines(self, final: bool) -> Iterator[SSEEvent]:
         buffer = self._buffer
         pos = 0
+        start = self._scanned  # a long line arriving in many chunks is scanned once
         try:
             while True:
-                match = _LINE_END.search(buffer, pos)
+                match = _LINE_END.search(buffer, max(pos, start))
                 if match is None:
                     break
                 if match.group() == b"\r" and match.end() == len(buffer) and not final:
@@ -119,6 +122,8 @@ class SSEParser:
                     yield event
         finally:
             del buffer[:pos]
+            # what is left has no line end, except perhaps a CR waiting for its LF
+            self._scanned = len(buffer) - 1 if buffer.endswith(b"\r") else len(buffer)
 
     def _process_line(self, raw: bytes) -> SSEEvent | None:
         if not raw:

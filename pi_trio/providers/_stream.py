@@ -112,9 +112,9 @@ def parse_event_json(event: SSEEvent) -> Any:
     try:
         return json.loads(event.data)
     except ValueError as exc:
-        snippet = event.data if len(event.data) <= 200 else event.data[:200] + "..."
+        # the whole data: run_wire_stream redacts secrets first and shortens afterwards
         raise ProviderFailure(
-            f"invalid JSON in event {event.event!r}: {exc}; data: {snippet}"
+            f"invalid JSON in event {event.event!r}: {exc}; data: {event.data}"
         ) from exc
 
 
@@ -176,7 +176,12 @@ async def run_wire_stream(
                 return
     finally:
         await source.aclose()
-    yield builder.error(redact(str(failure), [api_key]))
+    yield builder.error(_shorten(redact(str(failure), [api_key])))
+
+
+def _shorten(text: str, limit: int = 2000) -> str:
+    """Cut a long error message (after redaction: a key cut in half would not match)."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 RequestBuilder: TypeAlias = Callable[[Model, Context, StreamOptions, str], WireRequest]

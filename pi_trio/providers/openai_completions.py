@@ -25,6 +25,7 @@ role, ``max_tokens``, no ``store``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -236,6 +237,15 @@ def _assistant_entry(
             }
             for c in calls
         ]
+        # OpenRouter's encrypted reasoning (Gemini 3 and others need it back on the
+        # tool-call turn), kept per call as pi-ai does: thought_signature holds the JSON
+        details = []
+        for c in calls:
+            if c.thought_signature:
+                with contextlib.suppress(ValueError):  # not one of ours: nothing to send back
+                    details.append(json.loads(c.thought_signature))
+        if details:
+            entry["reasoning_details"] = details
     if (
         compat["requires_reasoning_content_on_assistant_messages"]
         and model.reasoning
@@ -377,6 +387,17 @@ class CompletionsDecoder:
                 break
         for call in delta.get("tool_calls") or []:
             out += self._tool_call(call)
+        for detail in delta.get("reasoning_details") or []:
+            if (
+                isinstance(detail, dict)
+                and detail.get("type") == "reasoning.encrypted"
+                and detail.get("id")
+                and detail.get("data")
+            ):
+                for block in message.content:
+                    if isinstance(block, ToolCall) and block.id == detail["id"]:
+                        block.thought_signature = json.dumps(detail)
+                        break
         return out
 
     def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:

@@ -237,3 +237,42 @@ async def test_repr_hides_headers(client) -> None:
         client, "http://127.0.0.1:1/x", headers={"x-api-key": KEY}, body=b"", policy=RequestPolicy()
     )
     assert KEY not in repr(src)
+
+
+async def test_key_cut_by_the_error_length_limit_is_still_redacted(server, client) -> None:
+    body = "x" * 1990 + f" your key {KEY} is invalid"
+    server.script("/v1/x", Status(401, body, headers=[("content-type", "text/plain")]))
+    problem = await failure(source(server, client))
+    assert KEY[:8] not in str(problem)
+
+
+def test_redact_covers_a_key_with_stray_whitespace() -> None:
+    text = "Illegal header value b'Bearer sk-test-SECRET-0123456789\\n'"
+    assert "SECRET" not in redact(text, [KEY + "\n"])
+
+
+async def test_body_that_is_not_the_encoding_it_claims_is_a_clear_failure(server, client) -> None:
+    server.script(
+        "/v1/x",
+        SSE(["not gzip at all"], headers=[("content-encoding", "gzip")]),
+    )
+    problem = await failure(source(server, client))
+    assert str(problem).startswith("invalid response body")
+
+
+async def test_cancel_while_queued_in_an_injected_clients_pool_is_prompt(server) -> None:
+    """An injected client's pool gets the same admission as the default one: a request
+    waiting for a connection is not shielded while it waits."""
+    gate = trio.Event()
+    server.script("/v1/x", Gate(gate, SSE(sse_events({"n": 1}))), SSE(sse_events({"n": 2})))
+    limits = httpx.Limits(max_connections=1)
+    async with httpx.AsyncClient(trust_env=False, limits=limits, timeout=None) as one:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain, source(server, one))  # holds the only connection
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(5):  # bounded: before the fix this waited for the gate
+                with trio.move_on_after(0.2) as scope:
+                    await drain(source(server, one))
+            assert scope.cancelled_caught
+            gate.set()
+        assert pool_in_use(one) == 0

@@ -74,3 +74,15 @@ def test_unterminated_event_at_close_is_dropped() -> None:
 
 def test_field_without_colon_and_unknown_fields() -> None:
     assert parse([b"data\nfoo: bar\nretry: 50\n\n"]) == [SSEEvent("", retry=50)]
+
+
+def test_a_long_line_in_many_chunks_is_scanned_once() -> None:
+    """Each chunk of a long line used to rescan the whole buffer: quadratic in the line."""
+    parser = SSEParser()
+    data = b"data: " + b"x" * 200_000
+    for i in range(0, len(data), 1024):
+        assert parser.feed(data[i : i + 1024]) == []
+        assert parser._scanned == len(parser._buffer)  # the next search starts past it
+    events = parser.feed(b"\n\n")
+    assert [len(e.data) for e in events] == [200_000]
+    assert parser._scanned == 0
