@@ -56,9 +56,10 @@ GetMessages: TypeAlias = Callable[[], "Awaitable[Sequence[AgentMessage]] | Seque
 ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "Awaitable[bool] | bool"]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class AgentLoopConfig:
-    """Configuration of one run (pi's ``AgentLoopConfig``).
+    """Configuration of one run (pi's ``AgentLoopConfig``): ``AgentLoopConfig(model,
+    convert_to_llm=None, *, ...)``, every other field by keyword.
 
     ``convert_to_llm`` turns the transcript into what the model sees; without it, the user,
     assistant and tool-result messages are passed and custom messages dropped (pi's default),
@@ -74,14 +75,14 @@ class AgentLoopConfig:
 
     model: Model
     convert_to_llm: ConvertToLlm | None = None
-    transform_context: TransformContext | None = None
-    get_api_key: GetApiKey | None = None
-    should_stop_after_turn: ShouldStopAfterTurn | None = None
-    get_steering_messages: GetMessages | None = None
-    get_follow_up_messages: GetMessages | None = None
-    tool_execution: ToolExecution = "parallel"
-    before_tool_call: BeforeToolCall | None = None
-    after_tool_call: AfterToolCall | None = None
-    stream_fn: StreamFn | None = None
-    stream_options: StreamOptions = attrs.field(factory=StreamOptions)
-    close_timeout: float = 5.0
+    transform_context: TransformContext | None = attrs.field(default=None, kw_only=True)
+    get_api_key: GetApiKey | None = attrs.field(default=None, kw_only=True)
+    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None, kw_only=True)
+    get_steering_messages: GetMessages | None = attrs.field(default=None, kw_only=True)
+    get_follow_up_messages: GetMessages | None = attrs.field(default=None, kw_only=True)
+    tool_execution: ToolExecution = attrs.field(default="parallel", kw_only=True)
+    before_tool_call: BeforeToolCall | None = attrs.field(default=None, kw_only=True)
+    after_tool_call: AfterToolCall | None = attrs.field(default=None, kw_only=True)
+    stream_fn: StreamFn | None = attrs.field(default=None, kw_only=True)
+    stream_options: StreamOptions = attrs.field(kw_only=True, factory=StreamOptions)
+    close_timeout: float = attrs.field(default=5.0, kw_only=True)

@@ -46,8 +46,8 @@ class StreamOptions:
     temperature: float | None = None
     max_tokens: int | None = None
     reasoning: ThinkingLevel | None = None
-    thinking_budgets: ThinkingBudgets | None = None
     session_id: str | None = None
+    thinking_budgets: ThinkingBudgets | None = None
     cache_retention: CacheRetention | None = None
     headers: Mapping[str, str] | None = None
     metadata: Mapping[str, Any] | None = None
