@@ -32,7 +32,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import trio
 
-from ..events import StreamEvent
+from ..events import StreamEvent, TextDelta
 from ..messages import (
     AssistantContent,
     AssistantMessage,
@@ -245,10 +245,17 @@ class FauxModel:
                 text_start = builder.text_start()
                 i = text_start.content_index
                 yield text_start
-                for piece in self._pieces(block.text):
-                    if delay:
+                if delay:
+                    for piece in self._pieces(block.text):
                         await trio.sleep(delay)
-                    yield builder.text_delta(i, piece)
+                        yield builder.text_delta(i, piece)
+                else:
+                    # builder.text_delta inlined: this loop is the whole cost of a long stream
+                    parts = builder.message.content[i]._parts  # type: ignore[union-attr]
+                    partial = builder.message
+                    for piece in self._pieces(block.text):
+                        parts.append(piece)
+                        yield TextDelta(i, piece, partial)
                 yield builder.text_end(i, block.text_signature)
             elif isinstance(block, ThinkingContent):
                 thinking_start = builder.thinking_start()
