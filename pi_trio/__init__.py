@@ -15,7 +15,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState
+from .agent import Agent, AgentState, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -124,6 +124,7 @@ __all__ = [
     "ProviderNotFoundError",
     "ProxyServer",
     "ProxyStream",
+    "Recorder",
     "ShouldStopAfterTurnContext",
     "StopReason",
     "StreamDone",
