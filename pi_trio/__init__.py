@@ -9,6 +9,7 @@ from . import proxy, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
+    EventsOverflowError,
     PiError,
     ProviderNotFoundError,
     ToolArgumentError,
@@ -113,6 +114,7 @@ __all__ = [
     "Context",
     "ContinueError",
     "CustomMessage",
+    "EventsOverflowError",
     "ImageContent",
     "Message",
     "MessageEnd",
