@@ -43,6 +43,7 @@ class Delivery:
     """What an ``Agent`` sends its runs' events to (an ``EventSink`` with ``apply``)."""
 
     __slots__ = (
+        "_careful",
         "_flush_due",
         "_flush_failed",
         "_resume",
@@ -58,6 +59,7 @@ class Delivery:
         self.recorder: Recorder | None = None
         self.listeners: tuple[Listener, ...] = ()
         self.subscriptions: list[Subscription] = []
+        self._careful = False  # any of the three below is set: take the careful path
         self._flush_due = False
         self._flush_failed = False
         # (event, channels still to feed, the listeners it goes to, index of the next one)
@@ -67,15 +69,26 @@ class Delivery:
         self._undelivered: AgentEvent | None = None
 
     def begin_run(self) -> None:
-        self._flush_due = self._flush_failed = False
+        self._careful = self._flush_due = self._flush_failed = False
         self._resume = self._undelivered = None
 
-    def apply(self, event: AgentEvent) -> None:
-        """State first: reduce the agent's state, then tell the recorder."""
+    @property
+    def apply(self) -> Callable[[AgentEvent], None]:
+        """State first: the step the loop calls before each send (read once per run).
+
+        Without a recorder it is the state's own reducer (no extra call per event); with one,
+        the reducer and then ``recorder.record``. A recorder set during a run takes effect at
+        the next run.
+        """
+        if self.recorder is None:
+            return self.state.apply_event
+        return self._apply_and_record
+
+    def _apply_and_record(self, event: AgentEvent) -> None:
         self.state.apply_event(event)
         recorder = self.recorder
         if recorder is not None and recorder.record(event):
-            self._flush_due = True
+            self._flush_due = self._careful = True
 
     async def send(self, event: AgentEvent) -> None:
         """Deliver ``event`` (already applied) to the channels, then the listeners.
@@ -85,9 +98,33 @@ class Delivery:
         Cancellation interrupts the listener being awaited; sending the same event again
         resumes with the listeners after it.
         """
-        resume = self._resume
+        if self._careful:
+            return await self._send_carefully(event)
+        if self.subscriptions:
+            await self._feed(event, tuple(self.subscriptions), self.listeners)
+        # the hot path (one call per event, deltas included): _to_listeners, inlined
+        listeners = self.listeners
+        failure: Exception | None = None
+        for index, listener in enumerate(listeners, 1):
+            try:
+                pending = listener(event)
+                if pending is not None:
+                    await pending
+            except Exception as exc:
+                logger.error("listener %r raised on %s", listener, event.type, exc_info=exc)
+                if failure is None:
+                    failure = exc
+            except BaseException:
+                self._resume = (event, (), listeners, index)
+                self._careful = True
+                raise
+        if failure is not None:
+            raise failure
+
+    async def _send_carefully(self, event: AgentEvent) -> None:
+        self._careful = False
+        resume, self._resume = self._resume, None  # a stale note (another event) is dropped
         if resume is not None and resume[0] is event:
-            self._resume = None
             _, subscriptions, listeners, index = resume
             await self._feed(event, subscriptions, listeners)
             await self._to_listeners(event, listeners, index)
@@ -112,6 +149,7 @@ class Delivery:
                 return
             self._flush_failed = True
             self._undelivered = event
+            self._careful = True
             logger.exception("recorder flush failed before %s; ending the run", event.type)
             raise
 
@@ -133,6 +171,7 @@ class Delivery:
                     await subscription.wait_for_room()
                 except BaseException:
                     self._resume = (event, subscriptions[position:], listeners, 0)
+                    self._careful = True
                     raise
             if not subscription.offer(event):
                 if subscription.overflowed:
@@ -161,6 +200,7 @@ class Delivery:
                     failure = exc
             except BaseException:
                 self._resume = (event, (), listeners, index)
+                self._careful = True
                 raise
         if failure is not None:
             raise failure

@@ -111,7 +111,9 @@ class _Run:
         self.sink_apply(event)
 
     async def emit(self, event: AgentEvent) -> None:
-        self.transcript.apply(event)
+        cls = type(event)
+        if cls is MessageEnd or cls is MessageStart:
+            self.transcript.apply(event)
         self.sink_apply(event)
         try:
             await self.send(event)
