@@ -105,7 +105,9 @@ class Delivery:
         # the hot path (one call per event, deltas included): _to_listeners, inlined
         listeners = self.listeners
         failure: Exception | None = None
-        for index, listener in enumerate(listeners, 1):
+        index = 0
+        for listener in listeners:
+            index += 1  # noqa: SIM113 (cheaper than enumerate on the per-event path)
             try:
                 pending = listener(event)
                 if pending is not None:
