@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import httpx2
@@ -55,7 +56,8 @@ class McpServer:
     """One MCP server (a stdio child or a streamable-HTTP endpoint) inside its ``open_*`` block.
 
     Made by :func:`open_stdio_server` / :func:`open_http_server`, not directly. The connection
-    is opened when the block is entered and re-opened by the first call after it broke.
+    is opened when the block is entered and re-opened by the first call after it broke;
+    ``connections_opened`` counts them (1 + reconnections).
     """
 
     def __init__(
@@ -140,6 +142,13 @@ class McpServer:
         On cancellation the request is cancelled on the server and nothing is kept.
         """
         self._tools_changed = False  # a change announced from here on is not lost
+        try:
+            return await self._list_tools()
+        except BaseException:
+            self._tools_changed = True  # not listed after all
+            raise
+
+    async def _list_tools(self) -> list[types.Tool]:
         connection = await self._connect()
         listing: list[types.Tool] = []
         cursor: str | None = None
@@ -194,7 +203,7 @@ class McpServer:
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: float | None = None,  # noqa: ASYNC109 - the SDK's, answered by a server-side cancel
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - answered by a server cancel
         on_update: OnUpdate | None = None,
     ) -> ToolResult:
         """Call the server's tool ``name``; progress notifications go to ``on_update``.
@@ -202,8 +211,8 @@ class McpServer:
         Args:
             name: the tool's name on the server (without any prefix).
             arguments: its arguments (a JSON object).
-            timeout: seconds to wait for the answer (None: no limit). When it runs out the call
-                is cancelled on the server (``notifications/cancelled``).
+            timeout: seconds to wait for the answer (None: no limit; default: the server's
+                ``timeout``). When it runs out the call is cancelled on the server.
             on_update: awaited with a partial :class:`pt.ToolResult` for each progress
                 notification (``details``: progress, total, message).
 
@@ -214,6 +223,8 @@ class McpServer:
         On cancellation (abort, deadline) the SDK sends ``notifications/cancelled`` for the
         request (shielded, bounded) and ``Cancelled`` propagates; the connection stays open.
         """
+        if timeout is ...:
+            timeout = self._timeout
         connection = await self._connect()
         client = connection.client
         if client is None:
