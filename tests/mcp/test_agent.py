@@ -20,6 +20,7 @@ async def test_three_mcp_tools_in_parallel_then_an_abort_reaches_the_server(
     http_server: HttpServer, tmp_path: Path
 ) -> None:
     marker = tmp_path / "marker"
+    local_marker = tmp_path / "local-marker"
     scripted = faux.FauxModel(
         [
             faux.assistant_message(  # barrier(n=3) answers only when all three are in flight
@@ -34,6 +35,7 @@ async def test_three_mcp_tools_in_parallel_then_an_abort_reaches_the_server(
                 [
                     faux.tool_call("web_echo", {"text": "quick"}),
                     faux.tool_call("web_hang", {"marker": str(marker)}),
+                    faux.tool_call("local_hang", {"marker": str(local_marker)}),
                 ]
             ),
             faux.assistant_message("never reached"),
@@ -62,15 +64,19 @@ async def test_three_mcp_tools_in_parallel_then_an_abort_reaches_the_server(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent.prompt, "echo, then hang")
                 await echoed.wait()
-                await eventually(has_text(marker, "started"))  # the hang runs on the server
+                await eventually(has_text(marker, "started"))  # the hangs run on the servers
+                await eventually(has_text(local_marker, "started"))
                 agent.abort()
-            await eventually(has_text(marker, "cancelled"))  # the server saw the abort
+            await eventually(has_text(marker, "cancelled"))  # both servers saw the abort:
+            await eventually(has_text(local_marker, "cancelled"))  # HTTP and stdio
 
     messages = agent.state.messages
     assert_transcript_valid(messages, aborted=True)
-    last_results = [m for m in messages[-4:] if isinstance(m, pt.ToolResultMessage)]
+    last_results = [m for m in messages[-5:] if isinstance(m, pt.ToolResultMessage)]
     assert [(r.tool_name, r.is_error) for r in last_results] == [
         ("web_echo", False),
         ("web_hang", True),
+        ("local_hang", True),
     ]
+    assert [r.content[0].text for r in last_results[1:]] == [pt.tools.ABORTED_TOOL_TEXT] * 2
     assert messages[-1].stop_reason == "aborted"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -107,6 +109,24 @@ async def test_a_crash_mid_call_is_an_error_and_the_next_call_restarts(tmp_path:
             assert again.content == [pt.TextContent("echo: back")]
             assert server.connections_opened == 2
             assert _pid(tmp_path) != first and not pid_alive(first)
+
+
+async def test_a_child_that_died_while_idle_is_restarted_by_the_next_call(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with _stdio(tmp_path) as server:
+            first = _pid(tmp_path)
+            os.kill(first, signal.SIGKILL)
+            await eventually(lambda: not pid_alive(first))  # reaped by the SDK's close
+            answer = await server.call_tool("echo", {"text": "fresh"})
+            assert answer.content == [pt.TextContent("echo: fresh")]
+            assert server.connections_opened == 2
+
+
+async def test_the_blocks_own_exception_comes_out_alone(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT), pytest.raises(KeyError):  # not an ExceptionGroup
+        async with _stdio(tmp_path):
+            raise KeyError("mine")
+    assert not pid_alive(_pid(tmp_path))
 
 
 async def test_a_timeout_cancels_the_call_on_the_server(tmp_path: Path) -> None:
