@@ -27,6 +27,8 @@ async def test_calls_progress_and_abort_reach_the_server(
             tools = {tool.name: tool for tool in await server.tools(prefix="web")}
             added = await tools["web_add"].execute("c1", {"a": 1, "b": 2}, None)
             assert added.details == {"structured_content": {"total": 3, "terms": [1, 2]}}
+            where = await server.call_tool("where", {"header": "x-test"})
+            assert where.content[0].text.endswith("header=1")  # our header reached the server
 
             updates: list[pt.ToolResult] = []
 

@@ -79,6 +79,14 @@ async def test_tools_map_schemas_and_results(tmp_path: Path) -> None:
             assert updates[0].content == [pt.TextContent("step 1 (1/3)")]
 
 
+async def test_env_and_cwd_reach_the_child(tmp_path: Path) -> None:
+    with trio.fail_after(LIMIT):
+        async with _stdio(tmp_path, cwd=tmp_path) as server:
+            answer = await server.call_tool("where", {"header": "x"})
+            assert answer.content == [pt.TextContent(f"cwd={tmp_path} header=None")]
+            assert _pid(tmp_path)  # the env's PI_TRIO_TEST_PID_FILE told it where to write
+
+
 async def test_no_child_outlives_the_block(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with _stdio(tmp_path) as server:

@@ -1,12 +1,13 @@
 """A FastMCP-style test server (mcp 2's ``MCPServer``) the MCP tests start as a subprocess.
 
     python tools_server.py stdio
-    python tools_server.py http      # binds 127.0.0.1:0 and prints "PORT <n>" on stdout
+    python tools_server.py http [PORT]   # binds 127.0.0.1:PORT (0: any), prints "PORT <n>"
 
 ``PI_TRIO_TEST_PID_FILE``: where the process writes its pid (to check it is gone afterwards).
 
-Tools: ``echo``, ``add`` (structured output), ``fail`` (an error result), ``hang`` (waits until
-cancelled, then writes "cancelled" to ``marker``), ``progress`` (streams progress), ``image``,
+Tools: ``echo``, ``where`` (cwd and a request header), ``add`` (structured output), ``fail``
+(an error result), ``hang`` (waits until cancelled, then writes "cancelled" to ``marker``),
+``progress`` (streams progress), ``image``,
 ``barrier`` (answers once ``n`` calls are in flight at once: proves parallel calls), ``crash``
 (the process exits mid-call), ``grow`` (adds the tool ``extra`` and announces tools/list_changed).
 ``POST /expire`` (HTTP only) forgets every session, as a server whose sessions expired does.
@@ -45,6 +46,12 @@ class Sum(BaseModel):
 @server.tool(description="Echo the text back.")
 def echo(text: str) -> str:
     return f"echo: {text}"
+
+
+@server.tool(description="Where the server runs: its working directory, a request header.")
+def where(header: str, ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return f"cwd={os.getcwd()} header={headers.get(header)}"
 
 
 @server.tool(description="Add two integers.")
