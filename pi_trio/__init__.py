@@ -5,7 +5,7 @@ The public API is what this module exports; the submodules' private names may ch
 
 from __future__ import annotations
 
-from . import proxy, wire
+from . import mcp, proxy, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -173,6 +173,7 @@ __all__ = [
     "get_model",
     "json_schema_for",
     "list_models",
+    "mcp",
     "proxy",
     "register_api",
     "register_message_type",
