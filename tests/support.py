@@ -6,6 +6,8 @@ agent or a loop set-up around them, sinks that record, and the checks of pi's ab
 
 from __future__ import annotations
 
+import gc
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -169,3 +171,29 @@ def user_texts(messages: Sequence[pt.AgentMessage]) -> list[str]:
             else:
                 out.append("".join(b.text for b in m.content if isinstance(b, pt.TextContent)))
     return out
+
+
+def reachable(root: object, target: object) -> bool:
+    """Is ``target`` reachable from ``root`` by following references?
+
+    Classes, modules, functions' globals, tasks, coroutines and frames are not followed: through
+    them everything is reachable (trio's run state holds every task and so every frame).
+    """
+    skip = (type, types.ModuleType, types.FrameType, types.CodeType, types.CoroutineType,
+            types.GeneratorType, types.AsyncGeneratorType, trio.lowlevel.Task)  # fmt: skip
+    seen = {id(root)}
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, types.FunctionType):
+            referents = [obj.__closure__, obj.__defaults__, obj.__kwdefaults__]
+        else:
+            referents = gc.get_referents(obj)
+        for ref in referents:
+            if ref is target:
+                return True
+            if ref is None or id(ref) in seen or isinstance(ref, skip):
+                continue
+            seen.add(id(ref))
+            todo.append(ref)
+    return False

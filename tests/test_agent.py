@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import math
-import types
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ from .support import (
     last_assistant,
     make_agent,
     make_scripted_agent,
+    reachable,
     record,
     sleeps,
     tool_results,
@@ -465,39 +464,13 @@ async def test_full_events_channel_drops_only_streaming_updates() -> None:
     assert_event_grammar([e for e in received if e.type != "message_update"])
 
 
-def _reachable(root: object, target: object) -> bool:
-    """Is ``target`` reachable from ``root`` by following references?
-
-    Classes, modules, functions' globals, tasks, coroutines and frames are not followed: through
-    them everything is reachable (trio's run state holds every task and so every frame).
-    """
-    skip = (type, types.ModuleType, types.FrameType, types.CodeType, types.CoroutineType,
-            types.GeneratorType, types.AsyncGeneratorType, trio.lowlevel.Task)  # fmt: skip
-    seen = {id(root)}
-    todo = [root]
-    while todo:
-        obj = todo.pop()
-        if isinstance(obj, types.FunctionType):
-            referents = [obj.__closure__, obj.__defaults__, obj.__kwdefaults__]
-        else:
-            referents = gc.get_referents(obj)
-        for ref in referents:
-            if ref is target:
-                return True
-            if ref is None or id(ref) in seen or isinstance(ref, skip):
-                continue
-            seen.add(id(ref))
-            todo.append(ref)
-    return False
-
-
 async def test_closed_events_reader_is_forgotten() -> None:
     agent = make_agent([faux.assistant_message("x"), faux.assistant_message("y")])
     async with agent.events(max_buffer_size=math.inf) as rx:
-        assert _reachable(agent, rx)  # subscribed: the agent holds the channel
+        assert reachable(agent, rx)  # subscribed: the agent holds the channel
         await rx.aclose()
         await agent.prompt("go")  # a reader that went away does not break the run
-        assert not _reachable(agent, rx)  # the first event it could not take dropped it
+        assert not reachable(agent, rx)  # the first event it could not take dropped it
         assert agent.state.error_message is None
     await agent.prompt("again")
     assert agent.state.error_message is None
@@ -506,8 +479,8 @@ async def test_closed_events_reader_is_forgotten() -> None:
 async def test_events_subscription_ends_with_its_block() -> None:
     agent = make_agent([faux.assistant_message("x")])
     async with agent.events() as rx:
-        assert _reachable(agent, rx)
-    assert not _reachable(agent, rx)  # no run needed: leaving the block unsubscribes
+        assert reachable(agent, rx)
+    assert not reachable(agent, rx)  # no run needed: leaving the block unsubscribes
     with pytest.raises(trio.ClosedResourceError):
         rx.receive_nowait()
     await agent.prompt("go")
