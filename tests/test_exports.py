@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import pickle
 import re
 import types
@@ -118,11 +119,35 @@ def test_annotations_still_resolve_after_the_fix_up() -> None:
 
 
 def test_a_subclass_defined_later_resolves_its_hints() -> None:
+    """``AgentContext`` names ``AgentTool`` only under TYPE_CHECKING in its own module."""
+
     @attrs.define
-    class Note(pt.ToolResult):
+    class Extended(pt.AgentContext):
         note: str = ""
 
-    assert typing.get_type_hints(Note)["content"] == list[pt.TextContent | pt.ImageContent]
+    hints = typing.get_type_hints(Extended)
+    assert hints["note"] is str
+    assert hints["tools"] == collections.abc.Sequence[pt.AgentTool]
+
+
+# Records the loop, the wire format and the providers know exactly: ``@typing.final``.
+FINAL = frozenset({
+    "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "Usage", "UsageCost",
+    "UserMessage", "AssistantMessage", "ToolResultMessage", "Tool", "Context",
+    "Model", "ModelCost", "ToolResult",
+    "StreamStart", "TextStart", "TextDelta", "TextEnd", "ThinkingStart", "ThinkingDelta",
+    "ThinkingEnd", "ToolCallStart", "ToolCallDelta", "ToolCallEnd", "StreamDone", "StreamError",
+    "AgentStart", "AgentEnd", "TurnStart", "TurnEnd", "MessageStart", "MessageUpdate",
+    "MessageEnd", "ToolExecutionStart", "ToolExecutionUpdate", "ToolExecutionEnd",
+})  # fmt: skip
+# Meant to be derived from or implemented: the error family, the custom-message protocol.
+OPEN = frozenset({"PiError", "WireFormatError", "AgentBusyError", "ContinueError",
+                  "ToolArgumentError", "ProviderNotFoundError", "CustomMessage"})  # fmt: skip
+
+
+def test_records_are_final_and_bases_are_not() -> None:
+    assert sorted(n for n in FINAL if not getattr(getattr(pt, n), "__final__", False)) == []
+    assert sorted(n for n in OPEN if getattr(getattr(pt, n), "__final__", False)) == []
 
 
 def test_exported_records_and_errors_pickle() -> None:
