@@ -201,21 +201,27 @@ def _resolve_annotations(cls: type, extra: dict[str, object]) -> None:
     ``sys.modules[cls.__module__]``. Once ``__module__`` says "pi_trio", names of the defining
     module that pi_trio does not export (``ToolResultContent``, ``httpx``, ...) would no longer
     be found, so they are resolved here, while ``__module__`` still names the defining module.
-    ``extra`` (pi_trio's own namespace) serves the names a module imports only for type
-    checking. A class whose annotations still do not resolve is left as it was.
+    Names a module imports only for type checking are looked up in ``extra`` (pi_trio's own
+    namespace), then among the imported modules (``httpx``). A class whose annotations still
+    do not resolve is left as it was (``tests/test_exports.py`` fails on it).
     """
     own = cls.__dict__.get("__annotations__")  # noqa: RUF063 (the dict itself, to update)
     if not own:
         return
-    localns = None
-    try:
-        hints = _typing.get_type_hints(cls, include_extras=True)
-    except NameError:
-        localns = {**extra, **vars(_sys.modules[cls.__module__])}
+    localns: dict[str, object] | None = None
+    for _ in range(8):
         try:
             hints = _typing.get_type_hints(cls, localns=localns, include_extras=True)
-        except NameError:
-            return
+            break
+        except NameError as exc:
+            if localns is None:  # pi_trio's names, the defining module's first
+                localns = {**extra, **vars(_sys.modules[cls.__module__])}
+            elif exc.name in _sys.modules and exc.name not in localns:  # e.g. httpx
+                localns[exc.name] = _sys.modules[exc.name]
+            else:
+                return
+    else:
+        return
     for name in own:
         if name in hints:
             own[name] = hints[name]
@@ -235,8 +241,6 @@ def _fixup_module_metadata(
     ``__module__`` changes, since resolving a class walks its bases' modules.
     """
     extra = {k: v for k, v in namespace.items() if not k.startswith("__")}
-    if "httpx" in _sys.modules:  # named in annotations under TYPE_CHECKING only
-        extra["httpx"] = _sys.modules["httpx"]
     exported = [(name, namespace[name]) for name in names]
     for _, obj in exported:
         if isinstance(obj, type) and getattr(obj, "__module__", "").startswith("pi_trio."):
