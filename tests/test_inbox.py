@@ -40,7 +40,6 @@ async def test_steering_is_injected_after_the_turn_one_or_all(
     autojump_clock: trio.testing.MockClock, mode: str
 ) -> None:
     agent, scripted = make_scripted_agent([sleeps(1), *ANSWERS], steering_mode=mode)
-    assert agent.steering_mode == mode
     await _prompt_and_queue(agent, [("steer", "s1"), ("steer", "s2")], at=0.5)
     roles = [m.role for m in agent.state.messages]
     if mode == "one-at-a-time":
@@ -58,8 +57,7 @@ async def test_steering_is_injected_after_the_turn_one_or_all(
 async def test_follow_ups_wait_until_the_agent_would_stop(
     autojump_clock: trio.testing.MockClock, mode: str
 ) -> None:
-    agent, scripted = make_scripted_agent([sleeps(1), *ANSWERS])
-    agent.follow_up_mode = mode  # type: ignore[assignment]  # the setter, this time
+    agent, scripted = make_scripted_agent([sleeps(1), *ANSWERS], follow_up_mode=mode)
     await _prompt_and_queue(agent, [("follow", "f1"), ("follow", "f2")], at=0.5)
     # the turn after the tool batch is not the end: the follow-ups wait for the answer "a"
     if mode == "one-at-a-time":
