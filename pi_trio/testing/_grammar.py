@@ -92,7 +92,9 @@ def check_events(events: Sequence[AgentEvent]) -> list[str]:
             problems.append(f"{where}: outside any turn")
         if isinstance(event, TurnEnd):
             if open_message is not None:
-                problems.append(f"{where}: the turn ended with a {open_message.role} message open")
+                problems.append(
+                    f"{where}: the turn ended with its {open_message.role} message still open"
+                )
             if running:
                 problems.append(
                     f"{where}: the turn ended with tool executions open: {sorted(running)}"
@@ -104,14 +106,14 @@ def check_events(events: Sequence[AgentEvent]) -> list[str]:
             open_message = event.message
         elif isinstance(event, MessageUpdate):
             if not isinstance(open_message, AssistantMessage):
-                what = "no message" if open_message is None else f"a {open_message.role} message"
-                problems.append(f"{where}: an update with {what} open")
+                what = "no message" if open_message is None else f"the {open_message.role} message"
+                problems.append(f"{where}: an update with {what} open (assistant only)")
         elif isinstance(event, MessageEnd):
             if open_message is None:
                 problems.append(f"{where}: a message ended that never started")
             elif open_message.role != event.message.role:
                 problems.append(
-                    f"{where}: a {event.message.role} message ended while a "
+                    f"{where}: the {event.message.role} message ended while the "
                     f"{open_message.role} message was open"
                 )
             if isinstance(event.message, ToolResultMessage):
@@ -144,7 +146,7 @@ def check_events(events: Sequence[AgentEvent]) -> list[str]:
     if in_turn:
         problems.append("the events end inside an open turn")
     if open_message is not None:
-        problems.append(f"the events end with a {open_message.role} message open")
+        problems.append(f"the events end with the {open_message.role} message still open")
     if running:
         problems.append(f"tool executions started but never ended: {sorted(running)}")
     return problems

@@ -1,0 +1,59 @@
+"""Which tasks each run spawned, and which of them are still alive: a ``trio.abc.Instrument``.
+
+A task belongs to a run when the task that spawned it belongs to the run (the run's own task
+counts), wherever it was spawned: in the run's nurseries, in a nursery the run got from outside,
+or as a system task. So runs that overlap (``concurrency > 1``) are told apart, and a task a
+tool leaks into someone else's nursery is still blamed on the run that started it.
+"""
+
+from __future__ import annotations
+
+import trio
+
+__all__ = ["RunTasks", "task_names"]
+
+
+class RunTasks(trio.abc.Instrument):
+    """Tracks the live tasks of each registered run (install with ``add_instrument``)."""
+
+    def __init__(self) -> None:
+        self._roots: dict[trio.lowlevel.Task, int] = {}
+        self._owner: dict[trio.lowlevel.Task, int] = {}
+        self._alive: dict[int, set[trio.lowlevel.Task]] = {}
+
+    def begin(self, run: int, root: trio.lowlevel.Task) -> None:
+        """From now on, tasks that ``root`` (or its tasks) spawn belong to ``run``."""
+        self._roots[root] = run
+        self._alive[run] = set()
+
+    def alive(self, run: int) -> set[trio.lowlevel.Task]:
+        """The tasks of ``run`` that have not exited yet."""
+        return set(self._alive.get(run, ()))
+
+    def end(self, run: int, root: trio.lowlevel.Task) -> None:
+        """Stop tracking ``run`` (its tasks still alive are forgotten)."""
+        self._roots.pop(root, None)
+        for task in self._alive.pop(run, ()):
+            self._owner.pop(task, None)
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        try:
+            spawner = trio.lowlevel.current_task()
+        except RuntimeError:  # spawned by the run loop itself (its init or system tasks)
+            return
+        run = self._owner.get(spawner)
+        if run is None:
+            run = self._roots.get(spawner)
+        if run is not None and run in self._alive:
+            self._owner[task] = run
+            self._alive[run].add(task)
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        run = self._owner.pop(task, None)
+        if run is not None and run in self._alive:
+            self._alive[run].discard(task)
+
+
+def task_names(tasks: set[trio.lowlevel.Task]) -> list[str]:
+    """The tasks' names, sorted (a task's name is its function's qualified name by default)."""
+    return sorted(task.name for task in tasks)
