@@ -170,18 +170,22 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         report = trio.run(main)
     except TypeError as exc:
-        raise CliError(str(exc)) from None
+        if not str(exc).startswith("make_agent() must return"):
+            raise
+        raise CliError(f"{name}: {exc}") from None
     print(f"pi-trio stress {name} (prompt {args.prompt!r})")
     print(report.summary())
-    if report.violations:
-        first = report.violations[0]
-        again = f"pi-trio stress {'--demo' if args.demo else name}"
-        if first.run >= 0:
-            again += (
-                f" --seed {report.seed} --window {report.window!r} --only-run {first.run}"
-                f" --abort {'deadline' if first.mode == 'deadline' else 'random'}"
-            )
+    aborted = [violation for violation in report.violations if violation.run >= 0]
+    if aborted:
+        first = aborted[0]
+        again = (
+            f"pi-trio stress {'--demo' if args.demo else name} --seed {report.seed}"
+            f" --window {report.window!r} --only-run {first.run}"
+            f" --abort {'deadline' if first.mode == 'deadline' else 'random'}"
+        )
         print(f"rerun the first violation: {again}")
+    elif report.violations:
+        print("the unaborted calibration runs broke an invariant: every run will")
     if args.json:
         data = {"factory": name, "prompt": args.prompt, **report.to_json()}
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
