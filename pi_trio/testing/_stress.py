@@ -281,9 +281,12 @@ async def stress(
         A :class:`StressReport`; ``report.ok`` is false when any run broke an invariant.
 
     Raises:
-        ValueError: for settings out of range. ``TypeError`` when ``make_agent()`` does not
-        give an Agent. On cancellation the runs in flight are aborted like any deadline and
-        the ``Cancelled`` propagates; no report.
+        ValueError: for settings out of range.
+        TypeError: when ``make_agent()`` does not give an Agent (what ``make_agent()`` itself
+            raises propagates as it is).
+
+    On cancellation the runs in flight are aborted like any deadline and the ``Cancelled``
+    propagates (no report); the instrument is removed either way.
     """
     if runs < 0 or concurrency < 1 or calibration_runs < 0:
         raise ValueError("runs and calibration_runs must be >= 0, concurrency >= 1")

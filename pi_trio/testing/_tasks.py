@@ -8,6 +8,8 @@ tool leaks into someone else's nursery is still blamed on the run that started i
 
 from __future__ import annotations
 
+import collections
+
 import trio
 
 __all__ = ["RunTasks", "task_names"]
@@ -55,5 +57,7 @@ class RunTasks(trio.abc.Instrument):
 
 
 def task_names(tasks: set[trio.lowlevel.Task]) -> list[str]:
-    """The tasks' names, sorted (a task's name is its function's qualified name by default)."""
-    return sorted(task.name for task in tasks)
+    """The tasks' names, sorted, each once with its count when several tasks share it (a
+    task's name is its function's qualified name by default)."""
+    counts = collections.Counter(task.name for task in tasks)
+    return [name if n == 1 else f"{name} (x{n})" for name, n in sorted(counts.items())]

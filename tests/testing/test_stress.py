@@ -47,6 +47,7 @@ async def test_the_same_seed_draws_the_same_moments(autojump_clock: trio.testing
     assert {v.mode for v in first.violations} == {"abort", "deadline"}
     assert first.violations == again.violations
     assert first.violations != other.violations
+    assert len({v.moment for v in first.violations}) == len(first.violations)  # one per run
 
 
 async def test_a_tool_that_swallows_cancelled_is_reported_with_a_reproducing_seed(
@@ -149,6 +150,40 @@ async def test_a_swallowed_deadline_is_reported(autojump_clock: trio.testing.Moc
     assert (await ptt.reproduce(make, "Go.", violation)).violations == (violation,)
     # abort() is not the caller's cancellation: prompt() returning normally is right there
     assert (await ptt.stress(make, runs=RUNS, seed=1, abort="random")).ok
+
+
+class HidingAgent(pt.Agent):
+    """An agent that relabels its aborted ending as a normal stop (a transcript that lies)."""
+
+    async def prompt(self, *args: Any, **kwargs: Any) -> None:
+        await super().prompt(*args, **kwargs)
+        last = self.state.messages[-1]
+        if isinstance(last, pt.AssistantMessage) and last.stop_reason == "aborted":
+            last.stop_reason = "stop"
+
+
+async def test_an_aborted_run_that_does_not_end_aborted_is_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def make() -> pt.Agent:
+        healthy = agents.healthy_agent()
+        return HidingAgent(healthy.state, stream_fn=healthy.stream_fn)
+
+    report = await ptt.stress(make, runs=10, seed=1)
+    assert len(report.violations) == report.mid_run == 10
+    assert all(v.kinds == ("transcript",) for v in report.violations)
+    for violation in report.violations:
+        assert "last stop reason is 'stop', not 'aborted'" in violation.problems[-1]
+
+
+async def test_aborts_after_the_end_check_the_run_as_finished(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # the healthy run takes 6.6 s: moments up to 20 s land after its end about 2 times in 3
+    report = await ptt.stress(agents.healthy_agent, runs=RUNS, seed=1, window=20.0)
+    assert report.ok, report.summary()
+    assert report.finished_first > RUNS // 3 and report.mid_run > RUNS // 6
+    assert report.calibration_runs == 0
 
 
 async def test_the_one_liner_raises_with_the_summary(
