@@ -1,10 +1,13 @@
 """``stress``: abort your own agent at seeded random moments and check every invariant.
 
 Each run gets a fresh agent from ``make_agent()``, a listener and an ``agent.events()``
-channel that record its events, and one abort: ``agent.abort()`` from a timer task (mode
-"random"), or a ``trio.move_on_after`` deadline around ``prompt()`` (mode "deadline"), at a
-moment drawn from ``random.Random(f"{seed}:{run}")`` within a window measured on a few
-unaborted calibration runs (their median duration, like BENCHMARKS.md S7's expected length).
+channel that record its events, and one abort from a timer task at a moment drawn from
+``random.Random(f"{seed}:{run}")`` within a window measured on a few unaborted calibration
+runs (their median duration, like BENCHMARKS.md S7's expected length): ``agent.abort()``
+(mode "random"), or the cancellation of the caller's own cancel scope around ``prompt()``
+(mode "deadline": to the agent exactly what an expiring ``trio.move_on_after`` is, and it lets
+the test note the transcript at that very moment, which a deadline expiring inside Trio's run
+loop would not; ``trio.current_effective_deadline()`` is not set by it).
 After ``wait_for_idle()`` it checks the transcript (:func:`check_transcript`), both event
 records (:func:`check_events`), that the run ended without an error, that no task the run
 spawned is still alive (a ``trio.abc.Instrument`` sees every spawn), that ``prompt()`` raised
@@ -93,7 +96,7 @@ async def _build(make_agent: AgentFactory) -> Agent:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = ", ".join(_describe(e) for e in exc.exceptions)
-        return f"an exception group reached the caller: {type(exc).__name__}[{inner}]"
+        return f"an exception group (none may reach the caller): {type(exc).__name__}[{inner}]"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -122,34 +125,27 @@ async def _one_run(
         async with agent.events(max_buffer_size=math.inf) as channel:
             with trio.move_on_after(limits.run_timeout):
                 async with trio.open_nursery() as nursery:
+                    caller = trio.CancelScope()  # the caller's own scope around prompt()
 
                     async def aborter(task_status: trio.TaskStatus[trio.lowlevel.Task]) -> None:
                         task_status.started(trio.lowlevel.current_task())
                         await trio.sleep(moment)
-                        if agent.state.is_streaming:
+                        if agent.state.is_streaming:  # else the run is over: nothing to stop
                             snapshot.append(len(agent.state.messages))
                             t_abort.append(trio.current_time())
-                            agent.abort()
+                            if mode == "abort":
+                                agent.abort()
+                            else:
+                                caller.cancel(reason="pi_trio.testing.stress: the deadline")
 
-                    async def watcher(task_status: trio.TaskStatus[trio.lowlevel.Task]) -> None:
-                        task_status.started(trio.lowlevel.current_task())
-                        await trio.sleep(moment)
-                        snapshot.append(len(agent.state.messages))
-
-                    if mode == "abort":
+                    if mode != "none":
                         harness.add(await nursery.start(aborter))
-                    elif mode == "deadline":
-                        harness.add(await nursery.start(watcher))
                     t0 = trio.current_time()
-                    deadline = trio.CancelScope(
-                        deadline=t0 + moment if mode == "deadline" else math.inf
-                    )
-                    with deadline:
+                    with caller:
                         try:
                             await agent.prompt(prompt)
                         except Exception as exc:
                             raised = exc
-                    t_end = trio.current_time()
                     await agent.wait_for_idle()
                     t_idle = trio.current_time()
                     idle = True
@@ -169,23 +165,17 @@ async def _one_run(
         return outcome
 
     messages = list(agent.state.messages)
-    if mode == "deadline" and deadline.cancelled_caught:
-        outcome.landed = True
-        t_abort.append(deadline.deadline)
-    elif mode == "abort" and t_abort:
-        outcome.landed = True
-    if mode == "deadline" and not outcome.landed and t_end >= t0 + moment:
-        new = messages[first:]
-        if new and isinstance(new[-1], AssistantMessage) and new[-1].stop_reason == "aborted":
-            outcome.landed = True
-            t_abort.append(t0 + moment)
-            outcome.add(
-                "raised",
-                ["the deadline cancelled the run but prompt() returned normally: "
-                 "something swallowed trio.Cancelled"],
-            )  # fmt: skip
+    outcome.landed = bool(t_abort)
+    new = messages[first:]
+    ended_aborted = bool(new) and getattr(new[-1], "stop_reason", None) == "aborted"
+    if mode == "deadline" and outcome.landed and not caller.cancelled_caught and ended_aborted:
+        outcome.add(
+            "raised",
+            ["the caller's deadline cancelled the run but prompt() returned normally: "
+             "something swallowed trio.Cancelled"],
+        )  # fmt: skip
     # aborted: the abort landed before the transcript was complete (it grew afterwards)
-    aborted = outcome.landed and bool(snapshot) and len(messages) > snapshot[0]
+    aborted = outcome.landed and len(messages) > snapshot[0]
     outcome.add("transcript", check_transcript(messages, aborted=aborted))
     listener_problems = check_events(recorded)
     channel_problems = check_events(received)
@@ -261,8 +251,9 @@ async def stress(
         prompt: what each run is prompted with.
         runs: how many aborted runs.
         seed: the seed of the abort moments (default: a random one, kept in the report).
-        abort: "random" (``agent.abort()``), "deadline" (``trio.move_on_after`` around
-            ``prompt()``) or "both" (each run draws one).
+        abort: "random" (``agent.abort()``), "deadline" (the caller's cancel scope around
+            ``prompt()`` is cancelled, as by a ``trio.move_on_after``) or "both" (each run
+            draws one).
         concurrency: how many runs go at once (in one ``trio.run``, each its own agent).
         progress: called with a :class:`StressProgress` after every run.
         calibration_runs: unaborted runs that measure the window (their median duration); they

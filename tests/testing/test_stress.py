@@ -186,6 +186,46 @@ async def test_aborts_after_the_end_check_the_run_as_finished(
     assert report.calibration_runs == 0
 
 
+async def test_your_own_check_runs_on_every_idle_agent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[pt.Agent] = []
+
+    async def too_long(agent: pt.Agent) -> list[str]:
+        seen.append(agent)
+        assert not agent.state.is_streaming
+        return ["more than 5 messages"] if len(agent.state.messages) > 5 else []
+
+    report = await ptt.stress(agents.healthy_agent, runs=10, seed=1, check=too_long)
+    assert len(seen) == 15 and len(set(map(id, seen))) == 15  # 5 calibration runs, fresh agents
+    assert report.violations and all(v.kinds == ("check",) for v in report.violations)
+    assert all(v.problems == ("more than 5 messages",) for v in report.violations)
+
+
+class RaisingAgent(pt.Agent):
+    """An agent whose prompt() lets an exception group out after an aborted run."""
+
+    async def prompt(self, *args: Any, **kwargs: Any) -> None:
+        await super().prompt(*args, **kwargs)
+        if self.state.messages[-1].stop_reason == "aborted":  # type: ignore[union-attr]
+            raise ExceptionGroup("tools", [ValueError("one"), KeyError("two")])
+
+
+async def test_an_exception_out_of_prompt_is_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def make() -> pt.Agent:
+        healthy = agents.healthy_agent()
+        return RaisingAgent(healthy.state, stream_fn=healthy.stream_fn)
+
+    report = await ptt.stress(make, runs=5, seed=1)
+    assert len(report.violations) == 5 and report.violations[0].kinds == ("raised",)
+    assert report.violations[0].problems == (
+        "prompt() raised an exception group (none may reach the caller): "
+        "ExceptionGroup[ValueError: one, KeyError: 'two']",
+    )
+
+
 async def test_the_one_liner_raises_with_the_summary(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
