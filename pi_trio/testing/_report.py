@@ -154,11 +154,12 @@ class StressReport:
         width = max(len(name) for name, _ in rows)
         lines = [f"{name:<{width}}  {value}" for name, value in rows]
         for violation in self.violations[:limit]:
-            moment = "-" if violation.moment is None else _ms(violation.moment)
-            lines.append(
-                f"violation: run {violation.run} ({violation.mode} at {moment}; "
-                f"{', '.join(violation.kinds)})"
+            how = (
+                "calibration, not aborted"
+                if violation.moment is None
+                else f"{violation.mode} at {_ms(violation.moment)}"
             )
+            lines.append(f"violation: run {violation.run} ({how}; {', '.join(violation.kinds)})")
             lines.extend(f"  {problem}" for problem in violation.problems)
         if len(self.violations) > limit:
             lines.append(f"... and {len(self.violations) - limit} more violations")

@@ -112,7 +112,7 @@ async def _one_run(
     """Prompt ``agent``, stop it per ``mode`` at ``moment``, wait for idle, check it all."""
     outcome = _Outcome()
     recorded: list[AgentEvent] = []
-    agent.subscribe(recorded.append)
+    unsubscribe = agent.subscribe(recorded.append)
     first = len(agent.state.messages)
     snapshot: list[int] = []  # len(messages) when the abort landed
     t_abort: list[float] = []
@@ -160,6 +160,7 @@ async def _one_run(
                     break
     finally:
         tracker.end(run, root)
+        unsubscribe()
     if not idle:
         outcome.add("hung", [f"the run was not idle {limits.run_timeout:g} s after its prompt"])
         return outcome

@@ -109,6 +109,8 @@ async def test_a_tool_that_leaks_a_task_is_reported(autojump_clock: trio.testing
     leak = next(v for v in report.violations if v.run >= 0)
     assert leak.kinds == ("leak",)
     assert "still alive after wait_for_idle(): tests.testing.agents._linger" in leak.problems[0]
+    assert "violation: run -1 (calibration, not aborted; leak)" in report.summary()
+    assert f"violation: run {leak.run} (abort at " in report.summary()
 
 
 async def test_a_task_leaked_into_an_outside_nursery_is_blamed_on_its_run(
