@@ -111,6 +111,8 @@ async def test_a_tool_that_leaks_a_task_is_reported(autojump_clock: trio.testing
     assert "still alive after wait_for_idle(): tests.testing.agents._linger" in leak.problems[0]
     assert "violation: run -1 (calibration, not aborted; leak)" in report.summary()
     assert f"violation: run {leak.run} (abort at " in report.summary()
+    calibration = await ptt.reproduce(agents.leaky_agent, "Go.", report.violations[0])
+    assert calibration.violations == (report.violations[0],) and calibration.mid_run == 0
 
 
 async def test_a_task_leaked_into_an_outside_nursery_is_blamed_on_its_run(
