@@ -14,7 +14,7 @@ import typing as _typing
 
 import attrs as _attrs
 
-from . import mcp, proxy, wire
+from . import mcp, proxy, testing, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -191,6 +191,7 @@ __all__ = [
     "serve_proxy",
     "stream_proxy",
     "stream_simple",
+    "testing",
     "to_json",
     "tool",
     "wire",
