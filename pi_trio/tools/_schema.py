@@ -1,7 +1,7 @@
 """JSON schemas from attrs classes and type annotations, shaped like pi's TypeBox schemas.
 
 ``json_schema_for(cls)`` is what an attrs-class tool shows the model; the validator then checks
-arguments against it (TypeBox's ``Value.Convert`` included, see ``_validation``).
+arguments against it (after TypeBox's ``Value.Convert``, see ``_typebox_convert``).
 """
 
 from __future__ import annotations
