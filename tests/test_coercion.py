@@ -1,15 +1,21 @@
-"""The coercers' shared walker: which members and items each of pi's two passes visits.
+"""The coercers: which members and items each of pi's two passes visits, and huge numbers.
 
 pi's own coercion and TypeBox's convert walk objects and arrays with one walker
 (``_schema_walk.map_properties``/``map_items``); these tests pin where the two passes differ
-(tuples) and what both do (copies, ``dict[str, T]`` members).
+(tuples) and what both do (copies, ``dict[str, T]`` members). JSON integers beyond a double
+(JavaScript reads them as Infinity) must get an answer, never an ``OverflowError``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+import pytest
+
+from pi_trio import ToolArgumentError, json_schema_for
 from pi_trio.tools import ArgumentValidator
+from pi_trio.tools._js import js_json_stringify, js_number_to_string
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 
@@ -58,3 +64,52 @@ def test_both_passes_coerce_dict_members_and_copy_containers() -> None:
         assert value == {"name": 5, "n": "2", "list": ["1"]}  # the input is left untouched
         array_out = _coerced({"type": "array", "items": {}}, inner, typebox=typebox)
         assert array_out == inner and array_out is not inner
+
+
+HUGE = 10**400  # json.loads reads such a literal as an int beyond every double
+HUGE_VALUES = [HUGE, -HUGE, "0x" + "f" * 300, "0b" + "1" * 1100, "0o" + "7" * 400]
+
+
+@pytest.mark.parametrize("typebox", [False, True])
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": "integer"},
+        {"type": "number"},
+        {"type": "string"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": ["integer", "null"]},
+        {"type": "integer", "minimum": 1.5},
+        {"const": 1},
+    ],
+)
+def test_numbers_beyond_a_double_are_answered_not_crashed_on(
+    prop: dict[str, Any], typebox: bool
+) -> None:
+    validator = ArgumentValidator(
+        {"type": "object", "properties": {"n": prop}}, typebox_convert=typebox
+    )
+    for value in HUGE_VALUES:
+        try:
+            validator.validate("t", {"n": value})
+        except ToolArgumentError as exc:
+            assert "Received arguments:" in str(exc)
+
+
+def test_numbers_beyond_a_double_print_as_javascript_prints_infinity() -> None:
+    assert js_number_to_string(HUGE) == "Infinity"
+    assert js_number_to_string(-HUGE) == "-Infinity"
+    assert js_json_stringify({"n": HUGE}) == '{\n  "n": null\n}'  # JSON.stringify(Infinity)
+    string = ArgumentValidator({"type": "object", "properties": {"s": {"type": "string"}}})
+    assert string.validate("t", {"s": HUGE}) == {"s": "Infinity"}
+    integer = ArgumentValidator({"type": "integer"}, typebox_convert=True)
+    assert integer.validate("t", HUGE) == HUGE
+
+
+def test_a_default_beyond_a_double_is_kept_in_the_schema() -> None:
+    @attrs.define
+    class Big:
+        n: int = HUGE
+
+    assert json_schema_for(Big)["properties"]["n"] == {"type": "integer", "default": HUGE}

@@ -95,7 +95,7 @@ def _matches_json_type(value: Any, json_type: str) -> bool:
     if json_type == "number":
         return is_number(value)
     if json_type == "integer":
-        return is_number(value) and float(value).is_integer()
+        return is_number(value) and (isinstance(value, int) or value.is_integer())
     if json_type == "boolean":
         return isinstance(value, bool)
     if json_type == "string":

@@ -20,6 +20,7 @@ __all__ = [
     "JS_WHITESPACE",
     "MAX_SAFE_INTEGER",
     "is_number",
+    "js_float",
     "js_json_stringify",
     "js_number_to_string",
     "js_strict_equal",
@@ -47,7 +48,7 @@ def js_number_to_string(value: float) -> str:
         return "true" if value else "false"
     if isinstance(value, int) and abs(value) < 10**21:
         return str(value)
-    number = float(value)
+    number = js_float(value)
     if math.isnan(number):
         return "NaN"
     if math.isinf(number):
@@ -83,7 +84,7 @@ def _stringify(value: Any, step: str, current: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return js_number_to_string(value) if math.isfinite(value) else "null"
+        return js_number_to_string(value) if math.isfinite(js_float(value)) else "null"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     inner = current + step
@@ -101,6 +102,15 @@ def _stringify(value: Any, step: str, current: str) -> str:
         items = [f"{inner}{_stringify(v, step, inner)}" for v in value]
         return "[\n" + ",\n".join(items) + f"\n{current}]"
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def js_float(value: float) -> float:
+    """The JavaScript number closest to ``value``: ``float(value)``, but an ``int`` beyond the
+    largest double is ``Infinity`` (as ``JSON.parse`` reads such a literal), not an error."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def prefer_int(value: float) -> int | float:
@@ -124,10 +134,10 @@ def js_string_to_number(text: str) -> int | float | None:
     radix = _JS_RADIX.fullmatch(stripped)
     if radix:
         if radix["hex"]:
-            return prefer_int(float(int(radix["hex"], 16)))
+            return prefer_int(js_float(int(radix["hex"], 16)))
         if radix["oct"]:
-            return prefer_int(float(int(radix["oct"], 8)))
-        return prefer_int(float(int(radix["bin"], 2)))
+            return prefer_int(js_float(int(radix["oct"], 8)))
+        return prefer_int(js_float(int(radix["bin"], 2)))
     if _JS_DECIMAL.fullmatch(stripped):
         if stripped.endswith("Infinity"):
             return -math.inf if stripped.startswith("-") else math.inf

@@ -64,7 +64,9 @@ class TypeBoxConverter:
             number = _try_number(value)
             if number is _FAIL:
                 return value
-            return prefer_int(math.trunc(number)) if math.isfinite(number) else number
+            if isinstance(number, float) and math.isfinite(number):
+                return prefer_int(math.trunc(number))
+            return number  # an int (of any size) is already integral; inf and NaN stay
         try_fn = _TRY_BY_TYPE.get(json_type) if isinstance(json_type, str) else None
         if try_fn is not None:
             result = try_fn(value)
