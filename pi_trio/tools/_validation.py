@@ -37,6 +37,9 @@ from ._schema_walk import BranchChecks as _Checks
 from ._schema_walk import ordered_schema as _ordered_schema
 from ._typebox_convert import TypeBoxConverter
 
+# ``_Checks`` and ``_ordered_schema`` are looked up in this module by the constructor only: a
+# test replaces them here to prove that the per-call path never rebuilds anything.
+
 __all__ = [
     "ArgumentValidator",
     "ToolArgumentError",
