@@ -11,7 +11,7 @@ keep the streamed pieces in a list and join them only when ``text``/``thinking``
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
@@ -64,6 +64,13 @@ class _Accumulating:
         """Add a streamed piece: O(1), the join happens on the next read."""
         self._parts.append(delta)
 
+    def appender(self) -> Callable[[str], None]:
+        """A callable that adds one streamed piece, like :meth:`append` but without a
+        Python call per piece (it is the bound ``append`` of the block's piece list): for
+        a loop that streams many deltas into one block. It stays valid for the life of the
+        block: reading or assigning the text keeps the same list."""
+        return self._parts.append
+
 
 @attrs.define(init=False, eq=False, repr=False)
 class TextContent(_Accumulating):
@@ -83,7 +90,7 @@ class TextContent(_Accumulating):
 
     @text.setter
     def text(self, value: str) -> None:
-        self._parts = [value]
+        self._parts[:] = [value]  # in place: an appender() stays valid
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TextContent):
@@ -119,7 +126,7 @@ class ThinkingContent(_Accumulating):
 
     @thinking.setter
     def thinking(self, value: str) -> None:
-        self._parts = [value]
+        self._parts[:] = [value]  # in place: an appender() stays valid
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThinkingContent):

@@ -9,6 +9,7 @@ provider asks for it, best-effort while it streams).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..events import (
@@ -48,7 +49,7 @@ class MessageBuilder:
     arguments are indexes into ``message.content``.
     """
 
-    __slots__ = ("_args_parts", "message")
+    __slots__ = ("_appenders", "_args_parts", "message")
 
     def __init__(
         self, model: Model, *, timestamp: int | None = None, usage: Usage | None = None
@@ -65,19 +66,40 @@ class MessageBuilder:
             now_ms() if timestamp is None else timestamp,
         )
         self._args_parts: dict[int, list[str]] = {}
+        # content index -> appender() of that text/thinking block: one call per delta
+        self._appenders: dict[int, Callable[[str], None]] = {}
 
     def start(self) -> StreamStart:
         return StreamStart(self.message)
 
     # text
     def text_start(self) -> TextStart:
-        self.message.content.append(TextContent())
-        return TextStart(len(self.message.content) - 1, self.message)
+        block = TextContent()
+        content = self.message.content
+        content.append(block)
+        index = len(content) - 1
+        self._appenders[index] = block.appender()
+        return TextStart(index, self.message)
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
-        # per streamed delta: keep it to an append and the event (index is ours, from text_start)
-        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
+        # per streamed delta: keep it to an append and the event
+        try:
+            self._appenders[index](delta)
+        except KeyError:
+            self._appender(index, TextContent)(delta)
         return TextDelta(index, delta, self.message)
+
+    def _appender(
+        self, index: int, kind: type[TextContent | ThinkingContent]
+    ) -> Callable[[str], None]:
+        """The appender of block ``index``, which the builder did not start itself."""
+        block = self.message.content[index]
+        if not isinstance(block, kind):
+            raise TypeError(
+                f"content block {index} is a {type(block).__name__}, not a {kind.__name__}"
+            )
+        append = self._appenders[index] = block.appender()
+        return append
 
     def text_end(self, index: int, signature: str | None = None) -> TextEnd:
         block = self.message.content[index]
@@ -88,11 +110,18 @@ class MessageBuilder:
 
     # thinking
     def thinking_start(self) -> ThinkingStart:
-        self.message.content.append(ThinkingContent())
-        return ThinkingStart(len(self.message.content) - 1, self.message)
+        block = ThinkingContent()
+        content = self.message.content
+        content.append(block)
+        index = len(content) - 1
+        self._appenders[index] = block.appender()
+        return ThinkingStart(index, self.message)
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
-        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
+        try:
+            self._appenders[index](delta)
+        except KeyError:
+            self._appender(index, ThinkingContent)(delta)
         return ThinkingDelta(index, delta, self.message)
 
     def thinking_end(

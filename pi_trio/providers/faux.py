@@ -251,10 +251,12 @@ class FauxModel:
                         yield builder.text_delta(i, piece)
                 else:
                     # builder.text_delta inlined: this loop is the whole cost of a long stream
-                    parts = builder.message.content[i]._parts  # type: ignore[union-attr]
+                    started = builder.message.content[i]
+                    assert isinstance(started, TextContent)
+                    append = started.appender()
                     partial = builder.message
                     for piece in self._pieces(block.text):
-                        parts.append(piece)
+                        append(piece)
                         yield TextDelta(i, piece, partial)
                 yield builder.text_end(i, block.text_signature)
             elif isinstance(block, ThinkingContent):
