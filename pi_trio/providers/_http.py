@@ -307,7 +307,9 @@ async def open_exchange(
         if admission is not None:
             admission.release()
     try:
-        media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        # the first media type (a repeated header arrives joined with ","), no parameters
+        content_type = response.headers.get("content-type", "")
+        media = content_type.partition(",")[0].partition(";")[0].strip().lower()
         if response.status_code >= 400 or (media and media != _EVENT_STREAM):
             raise await _failure_from(response, media, deadline)
     except BaseException:
