@@ -66,7 +66,7 @@ class MessageBuilder:
             now_ms() if timestamp is None else timestamp,
         )
         self._args_parts: dict[int, list[str]] = {}
-        # content index -> appender() of that text/thinking block: one call per delta
+        # content index -> appender() of that text/thinking block (from its first delta)
         self._appenders: dict[int, Callable[[str], None]] = {}
 
     def start(self) -> StreamStart:
@@ -74,25 +74,22 @@ class MessageBuilder:
 
     # text
     def text_start(self) -> TextStart:
-        block = TextContent()
-        content = self.message.content
-        content.append(block)
-        index = len(content) - 1
-        self._appenders[index] = block.appender()
-        return TextStart(index, self.message)
+        self.message.content.append(TextContent())
+        return TextStart(len(self.message.content) - 1, self.message)
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
         # per streamed delta: keep it to an append and the event
-        try:
-            self._appenders[index](delta)
-        except KeyError:
-            self._appender(index, TextContent)(delta)
+        append = self._appenders.get(index)
+        if append is None:
+            append = self._appender(index, TextContent)
+        append(delta)
         return TextDelta(index, delta, self.message)
 
     def _appender(
         self, index: int, kind: type[TextContent | ThinkingContent]
     ) -> Callable[[str], None]:
-        """The appender of block ``index``, which the builder did not start itself."""
+        """The appender of block ``index``, found on its first delta and kept (a start
+        event stays cheap: the scripted model's zero-delay path never asks for one)."""
         block = self.message.content[index]
         if not isinstance(block, kind):
             raise TypeError(
@@ -110,18 +107,14 @@ class MessageBuilder:
 
     # thinking
     def thinking_start(self) -> ThinkingStart:
-        block = ThinkingContent()
-        content = self.message.content
-        content.append(block)
-        index = len(content) - 1
-        self._appenders[index] = block.appender()
-        return ThinkingStart(index, self.message)
+        self.message.content.append(ThinkingContent())
+        return ThinkingStart(len(self.message.content) - 1, self.message)
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
-        try:
-            self._appenders[index](delta)
-        except KeyError:
-            self._appender(index, ThinkingContent)(delta)
+        append = self._appenders.get(index)
+        if append is None:
+            append = self._appender(index, ThinkingContent)
+        append(delta)
         return ThinkingDelta(index, delta, self.message)
 
     def thinking_end(

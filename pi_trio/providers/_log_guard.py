@@ -41,12 +41,18 @@ class _SecretFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not _active:
             return True
-        secrets = list(_active)
-        message = record.getMessage()
-        masked = redact(message, secrets)
-        args = record.args if isinstance(record.args, tuple) else (record.args,)
-        if masked != message or any(redact(str(a), secrets) != str(a) for a in args if a):
-            record.msg, record.args = masked, None
+        try:
+            secrets = tuple(_active)
+            message = record.getMessage()
+            masked = redact(message, secrets)
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            if masked != message or any(redact(str(a), secrets) != str(a) for a in args if a):
+                record.msg, record.args = masked, None
+        except Exception:  # a filter must never break the library that logs
+            record.msg, record.args = (
+                "(message withheld: it could not be checked for secrets)",
+                None,
+            )
         return True
 
 

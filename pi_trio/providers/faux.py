@@ -251,9 +251,8 @@ class FauxModel:
                         yield builder.text_delta(i, piece)
                 else:
                     # builder.text_delta inlined: this loop is the whole cost of a long stream
-                    started = builder.message.content[i]
-                    assert isinstance(started, TextContent)
-                    append = started.appender()
+                    # i is the TextContent that text_start just added
+                    append = builder.message.content[i].appender()  # type: ignore[union-attr]
                     partial = builder.message
                     for piece in self._pieces(block.text):
                         append(piece)
