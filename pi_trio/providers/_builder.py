@@ -66,8 +66,9 @@ class MessageBuilder:
             now_ms() if timestamp is None else timestamp,
         )
         self._args_parts: dict[int, list[str]] = {}
-        # content index -> appender() of that text/thinking block (from its first delta)
-        self._appenders: dict[int, Callable[[str], None]] = {}
+        # content index -> appender() of that text/thinking block, from its first delta
+        # (made on first use: the scripted model's zero-delay path never needs it)
+        self._appenders: dict[int, Callable[[str], None]] | None = None
 
     def start(self) -> StreamStart:
         return StreamStart(self.message)
@@ -79,7 +80,8 @@ class MessageBuilder:
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
         # per streamed delta: keep it to an append and the event
-        append = self._appenders.get(index)
+        appenders = self._appenders
+        append = None if appenders is None else appenders.get(index)
         if append is None:
             append = self._appender(index, TextContent)
         append(delta)
@@ -95,6 +97,8 @@ class MessageBuilder:
             raise TypeError(
                 f"content block {index} is a {type(block).__name__}, not a {kind.__name__}"
             )
+        if self._appenders is None:
+            self._appenders = {}
         append = self._appenders[index] = block.appender()
         return append
 
@@ -111,7 +115,8 @@ class MessageBuilder:
         return ThinkingStart(len(self.message.content) - 1, self.message)
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
-        append = self._appenders.get(index)
+        appenders = self._appenders
+        append = None if appenders is None else appenders.get(index)
         if append is None:
             append = self._appender(index, ThinkingContent)
         append(delta)

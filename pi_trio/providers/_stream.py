@@ -244,14 +244,14 @@ DecoderFactory: TypeAlias = Callable[[Model, MessageBuilder], Decoder]
 class WireApi:
     """The registry's stream function of one HTTP wire API, from its two halves.
 
-    ``wire_api(model, context, options)`` resolves the key (a missing one, or one that
+    Calling it with ``(model, context, options)`` resolves the key (a missing one, or one that
     cannot go into an HTTP header, ends the stream at once), builds the request and returns
     the :func:`stream_wire` generator itself: never raises for a failure.
 
     Args:
         build_request: ``(model, context, options, api_key) -> WireRequest``.
         decoder: ``(model, builder) -> Decoder`` for one response.
-        name: for ``repr`` and tracebacks.
+        name: the wire API's name, for ``repr``.
     """
 
     build_request: RequestBuilder
