@@ -21,6 +21,9 @@ provider and base URL (as pi-ai does), and any key in ``model.compat`` wins:
 
 Local servers (a loopback base URL) get the conservative choices: "system"
 role, ``max_tokens``, no ``store``.
+
+The module is a little over 500 lines on purpose: the compat switches, the request built
+from them and the decoder of the answer are one wire API's translation, read together.
 """
 
 from __future__ import annotations
