@@ -25,7 +25,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState, Recorder
+from .agent import Agent, AgentState, QueuedMessage, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -33,6 +33,7 @@ from .events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    QueueUpdate,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -135,6 +136,8 @@ __all__ = [
     "ProviderNotFoundError",
     "ProxyServer",
     "ProxyStream",
+    "QueueUpdate",
+    "QueuedMessage",
     "Recorder",
     "ShouldStopAfterTurnContext",
     "StopReason",
