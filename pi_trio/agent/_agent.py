@@ -27,8 +27,11 @@ from ..events import BudgetReached
 from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
+    FinishTurn,
     GetApiKey,
     GetMessages,
+    PrepareNextTurn,
+    PrepareRequest,
     ShouldStopAfterTurn,
     ShouldStopAfterTurnContext,
     ToolExecution,
@@ -89,7 +92,8 @@ class Agent:
     :class:`pt.Recorder`). ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and
     ``max_cost`` (dollars) are per-run budgets: when one is reached the run ends after that turn
     (never mid-tool), ``state.error_message`` says which, and ``events()`` channels get a
-    :class:`pt.BudgetReached`.
+    :class:`pt.BudgetReached`. ``finish_turn``, ``prepare_request`` and ``prepare_next_turn``
+    are pi 1.x's hooks (see :class:`pt.AgentLoopConfig`).
 
     Raises:
         ValueError: a budget, ``max_parallel_tools`` or ``tool_timeout`` out of range.
@@ -119,6 +123,9 @@ class Agent:
         max_tool_calls: int | None = None,
         max_total_tokens: int | None = None,
         max_cost: float | None = None,
+        finish_turn: FinishTurn | None = None,
+        prepare_request: PrepareRequest | None = None,
+        prepare_next_turn: PrepareNextTurn | None = None,
     ) -> None:
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self.convert_to_llm = convert_to_llm
@@ -134,6 +141,9 @@ class Agent:
         self.close_timeout = close_timeout
         self.max_parallel_tools = max_parallel_tools
         self.tool_timeout = tool_timeout
+        self.finish_turn = finish_turn
+        self.prepare_request = prepare_request
+        self.prepare_next_turn = prepare_next_turn
         self.budgets = Budgets(max_turns, max_tool_calls, max_total_tokens, max_cost)
         self._delivery = Delivery(self._state)
         self._delivery.recorder = recorder
@@ -476,6 +486,9 @@ class Agent:
             close_timeout=self.close_timeout,
             max_parallel_tools=self.max_parallel_tools,
             tool_timeout=self.tool_timeout,
+            finish_turn=self.finish_turn,
+            prepare_request=self.prepare_request,
+            prepare_next_turn=self.prepare_next_turn,
         )
 
     async def _run(

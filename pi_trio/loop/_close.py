@@ -66,11 +66,15 @@ def closing_events(run: _Run) -> list[AgentEvent]:
             if failure is not None:
                 _record_late_failure(run, reason, text)
             return events
-        case Phase.ANSWERED if failure is None:
-            reply = run.reply
-            assert reply is not None
-            add(*transcript.finish())  # the reply's own end, when it was not applied yet
-            add(TurnEnd(reply, []))
+        case Phase.ANSWERED:
+            # the turn's response (and its batch, if any) is done; turn_end is next
+            add(*transcript.finish())  # the response's own end, when it was not applied yet
+            message = run.reply if run.reply is not None else _turn_message(run)
+            add(TurnEnd(message, run.turn_results))
+            if failure is not None or run.reply is None or transcript.taken:
+                add(TurnStart())  # the run was going on: close it with pi's empty turn
+                add(*transcript.finish())
+                bare_turn()
         case Phase.BETWEEN_TURNS if failure is None and run.reply and not transcript.taken:
             pass  # the model had answered and asked for nothing: the run was ending anyway
         case Phase.STREAMING:
@@ -92,7 +96,7 @@ def closing_events(run: _Run) -> list[AgentEvent]:
             add(TurnEnd(batch.assistant, batch.messages))
             add(TurnStart())
             bare_turn()
-        case Phase.STARTING | Phase.ANSWERED:
+        case Phase.STARTING:
             add(*transcript.finish())
             bare_turn()
         case Phase.BETWEEN_TURNS:
@@ -102,6 +106,14 @@ def closing_events(run: _Run) -> list[AgentEvent]:
     run.phase = Phase.ENDED
     add(AgentEnd(transcript.new_messages))
     return events
+
+
+def _turn_message(run: _Run) -> AssistantMessage:
+    """The assistant message of the turn being closed (the last one in the transcript)."""
+    for message in reversed(run.transcript.messages):
+        if isinstance(message, AssistantMessage):
+            return message
+    raise AssertionError("an answered turn without an assistant message")
 
 
 def _record_late_failure(run: _Run, reason: Literal["error", "aborted"], text: str) -> None:

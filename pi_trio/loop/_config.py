@@ -8,7 +8,7 @@ from typing import Literal, Protocol, TypeAlias, final
 import attrs
 
 from ..events import AgentEvent
-from ..messages import AgentMessage, AssistantMessage, Message, ToolResultMessage
+from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
@@ -17,12 +17,20 @@ __all__ = [
     "AgentLoopConfig",
     "ConvertToLlm",
     "EventSink",
+    "FinishTurn",
+    "FinishTurnDecision",
     "GetApiKey",
     "GetMessages",
+    "PrepareNextTurn",
+    "PrepareRequest",
+    "PrepareRequestContext",
+    "RequestUpdate",
     "ShouldStopAfterTurn",
     "ShouldStopAfterTurnContext",
     "ToolExecution",
     "TransformContext",
+    "TurnContext",
+    "TurnUpdate",
 ]
 
 ToolExecution: TypeAlias = Literal["parallel", "sequential"]
@@ -63,6 +71,43 @@ class ShouldStopAfterTurnContext:
     new_messages: list[AgentMessage]
 
 
+TurnContext: TypeAlias = ShouldStopAfterTurnContext
+"""pi 1.x's ``AgentTurnContext``: what ``finish_turn`` and ``prepare_next_turn`` are given."""
+
+FinishTurnDecision: TypeAlias = Literal["end", "continue"] | None
+
+
+@final
+@attrs.frozen
+class PrepareRequestContext:
+    """Given to ``prepare_request`` right before each provider request: what would be sent."""
+
+    context: Context
+    model: Model
+    options: StreamOptions
+
+
+@final
+@attrs.frozen
+class RequestUpdate:
+    """What ``prepare_request`` may replace for that one request (None: keep)."""
+
+    context: Context | None = None
+    model: Model | None = None
+    options: StreamOptions | None = None
+
+
+@final
+@attrs.frozen
+class TurnUpdate:
+    """What ``prepare_next_turn`` may change before the next turn: ``messages`` to add (with
+    their message_start/end), and the ``model`` / ``thinking_level`` of later requests."""
+
+    messages: Sequence[AgentMessage] = ()
+    model: Model | None = None
+    thinking_level: str | None = None
+
+
 # Hooks may be async (the usual case) or plain functions.
 TransformContext: TypeAlias = Callable[
     [Sequence[AgentMessage]], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"
@@ -73,6 +118,15 @@ ConvertToLlm: TypeAlias = Callable[
 GetApiKey: TypeAlias = Callable[[str], "Awaitable[str | None] | str | None"]
 GetMessages: TypeAlias = Callable[[], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"]
 ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "Awaitable[bool] | bool"]
+FinishTurn: TypeAlias = Callable[
+    [TurnContext], "Awaitable[FinishTurnDecision] | FinishTurnDecision"
+]
+PrepareRequest: TypeAlias = Callable[
+    [PrepareRequestContext], "Awaitable[RequestUpdate | None] | RequestUpdate | None"
+]
+PrepareNextTurn: TypeAlias = Callable[
+    [TurnContext], "Awaitable[TurnUpdate | None] | TurnUpdate | None"
+]
 
 
 @final
@@ -96,6 +150,15 @@ class AgentLoopConfig:
     most that many tool calls of a parallel batch execute at once, the others start in source
     order as places free up (events and write-back order unchanged); ``tool_timeout``, the time
     limit in seconds of a tool call whose ``AgentTool.timeout`` is None.
+
+    pi 1.x hooks, as additions: ``finish_turn(turn) -> "end" | "continue" | None`` runs right
+    before each ``turn_end`` (also after a response that failed; not in an abort's close-out,
+    which calls no hooks): "end" ends the run after that ``turn_end``, "continue" makes sure
+    one more request follows. ``prepare_request(ctx) -> RequestUpdate | None`` runs before
+    every provider request and may replace that request's context copy, model or options.
+    ``prepare_next_turn(turn) -> TurnUpdate | None`` runs only when another turn will start,
+    before its ``turn_start``: messages to add, and the model / thinking level of later
+    requests. ``should_stop_after_turn`` keeps working (after ``turn_end``).
     """
 
     model: Model
@@ -113,6 +176,9 @@ class AgentLoopConfig:
     close_timeout: float = attrs.field(default=5.0, kw_only=True)
     max_parallel_tools: int | None = attrs.field(default=None, kw_only=True)
     tool_timeout: float | None = attrs.field(default=None, kw_only=True)
+    finish_turn: FinishTurn | None = attrs.field(default=None, kw_only=True)
+    prepare_request: PrepareRequest | None = attrs.field(default=None, kw_only=True)
+    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if self.max_parallel_tools is not None and self.max_parallel_tools < 1:

@@ -47,10 +47,17 @@ from ..events import (
     TurnStart,
 )
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage, Usage
+from ..models import Model
 from ..providers import StreamOptions, stream_simple
 from ..tools import AgentContext, ToolBatch
 from ._close import close_run
-from ._config import AgentLoopConfig, EventSink, ShouldStopAfterTurnContext
+from ._config import (
+    AgentLoopConfig,
+    EventSink,
+    FinishTurnDecision,
+    PrepareRequestContext,
+    TurnContext,
+)
 from ._phase import Phase
 from ._transcript import Transcript, default_convert_to_llm
 
@@ -98,7 +105,10 @@ class _Run:
         self.transcript = Transcript(context.messages, incremental_llm=incremental)
         self.phase = Phase.BETWEEN_TURNS
         self.batch: ToolBatch | None = None
-        self.reply: AssistantMessage | None = None  # this turn's response, once ended
+        self.reply: AssistantMessage | None = None  # the response after which the run ends
+        self.turn_results: list[ToolResultMessage] = []  # the turn's results, once written
+        self.model = config.model  # prepare_next_turn may change it for later requests
+        self.options = config.stream_options
         self.failure: BaseException | None = None
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.scope = trio.CancelScope()
@@ -139,7 +149,7 @@ class _Run:
             await self._fail(exc)
 
     def bare_message(self, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
-        model = self.config.model
+        model = self.model
         return AssistantMessage(
             content=[],
             api=model.api,
@@ -174,6 +184,7 @@ class _Run:
 
     async def _start_turn(self) -> None:
         self.reply = None
+        self.turn_results = []
         self.phase = Phase.STARTING
         await self.emit(TurnStart())
         await self._announce_taken()
@@ -194,6 +205,8 @@ class _Run:
         config = self.config
         first_turn = True
         pending = await self._poll(config.get_steering_messages)
+        last_turn: TurnContext | None = None
+        continue_once = False  # finish_turn asked for one more request
         while True:
             more_tool_calls = True
             while more_tool_calls or pending:
@@ -202,11 +215,15 @@ class _Run:
                     if pending:  # steering taken before the first request: announce it
                         await self._announce_taken()
                 else:
+                    if config.prepare_next_turn is not None and last_turn is not None:
+                        await self._prepare_next_turn(last_turn, pending)
                     await self._start_turn()
                 pending = False
 
                 message = await self._assistant_turn()
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
+                    if config.finish_turn is not None:  # a hard exit whatever it decides
+                        await self._hook(config.finish_turn, self._turn(message, []))
                     self.phase = Phase.BETWEEN_TURNS
                     await self.emit(TurnEnd(message, []))
                     await self._end()
@@ -224,26 +241,57 @@ class _Run:
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
                     self.reply = None if more_tool_calls else message
+                    self.turn_results = tool_results
+                    self.phase = Phase.ANSWERED  # turn_end is next
                     self.batch = None
+                last_turn = self._turn(message, tool_results)
+                decision: FinishTurnDecision = None
+                if config.finish_turn is not None:
+                    decision = await self._hook(config.finish_turn, last_turn)
                 self.phase = Phase.BETWEEN_TURNS
                 await self.emit(TurnEnd(message, tool_results))
+                if decision == "end":
+                    await self._end()
+                    return
+                continue_once = decision == "continue"
 
                 if config.should_stop_after_turn is not None and await self._hook(
-                    config.should_stop_after_turn,
-                    ShouldStopAfterTurnContext(
-                        message, tool_results, self.context, self.transcript.new_messages
-                    ),
+                    config.should_stop_after_turn, last_turn
                 ):
                     await self._end()
                     return
                 if config.get_steering_messages is not None:
                     pending = await self._poll(config.get_steering_messages)
+                if more_tool_calls or pending:
+                    continue_once = False  # a request follows anyway
 
             if config.get_follow_up_messages is not None:
                 pending = await self._poll(config.get_follow_up_messages)
-            if not pending:
+            if pending:
+                continue_once = False
+            elif continue_once:
+                continue_once = False  # one context-only turn, as finish_turn asked
+            else:
                 break
         await self._end()
+
+    def _turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> TurnContext:
+        return TurnContext(message, results, self.context, self.transcript.new_messages)
+
+    async def _prepare_next_turn(self, turn: TurnContext, pending: bool) -> None:
+        """pi 1.x's ``prepare_next_turn``: messages to add, model and thinking level."""
+        config = self.config
+        assert config.prepare_next_turn is not None
+        update = await self._hook(config.prepare_next_turn, turn)
+        if update is not None:
+            self.transcript.take(list(update.messages))
+            if update.model is not None:
+                self.model = update.model
+            if update.thinking_level is not None:
+                level = None if update.thinking_level == "off" else update.thinking_level
+                self.options = attrs.evolve(self.options, reasoning=level)
+        if not pending:  # preparing may take a while: steering queued meanwhile goes in now
+            await self._poll(config.get_steering_messages)
 
     async def _announce_taken(self) -> None:
         transcript = self.transcript
@@ -258,7 +306,7 @@ class _Run:
 
     # --- one assistant response --------------------------------------------------------------
 
-    async def _request(self) -> tuple[Context, StreamOptions]:
+    async def _request(self) -> tuple[Context, StreamOptions, Model]:
         config = self.config
         llm = self.transcript.llm_view()
         if llm is None:
@@ -273,12 +321,22 @@ class _Run:
                 llm = converted
             else:
                 llm = default_convert_to_llm(messages)
-        options = config.stream_options
+        options = self.options
+        model = self.model
         if config.get_api_key is not None:
-            key = await call_maybe_async(config.get_api_key, config.model.provider)
+            key = await call_maybe_async(config.get_api_key, model.provider)
             if key:
                 options = attrs.evolve(options, api_key=key)
-        return Context(self.context.system_prompt, llm, self.tool_specs), options
+        context = Context(self.context.system_prompt, llm, self.tool_specs)
+        if config.prepare_request is not None:
+            update = await call_maybe_async(
+                config.prepare_request, PrepareRequestContext(context, model, options)
+            )
+            if update is not None:
+                context = update.context or context
+                model = update.model or model
+                options = update.options or options
+        return context, options, model
 
     async def _assistant_turn(self) -> AssistantMessage:
         # One schedule point per model call: an aborted run never calls the model, and a run on
@@ -287,14 +345,14 @@ class _Run:
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
-            context, options = await self._request()
+            context, options, model = await self._request()
         except Exception as exc:
             return await self._finish_response(None, exc)
         send = self.send
         transcript = self.transcript
         sink_apply = self.sink_apply
         try:
-            async with self.stream_fn(self.config.model, context, options) as events:
+            async with self.stream_fn(model, context, options) as events:
                 async for event in events:
                     cls = type(event)
                     if cls in _UPDATE_TYPES:  # the hot path: one per streamed delta
