@@ -5,12 +5,14 @@ The public API is what this module exports; the submodules' private names may ch
 
 from __future__ import annotations
 
-from . import proxy, wire
+from . import proxy, sessions, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
     PiError,
     ProviderNotFoundError,
+    SessionBusyError,
+    SessionLogError,
     ToolArgumentError,
     WireFormatError,
 )
@@ -81,6 +83,7 @@ from .providers import (
     stream_simple,
 )
 from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
+from .sessions import SessionEntry, SessionStore, open_session_store, repair_transcript
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -124,6 +127,10 @@ __all__ = [
     "ProviderNotFoundError",
     "ProxyServer",
     "ProxyStream",
+    "SessionBusyError",
+    "SessionEntry",
+    "SessionLogError",
+    "SessionStore",
     "ShouldStopAfterTurnContext",
     "StopReason",
     "StreamDone",
@@ -170,12 +177,15 @@ __all__ = [
     "get_model",
     "json_schema_for",
     "list_models",
+    "open_session_store",
     "proxy",
     "register_api",
     "register_message_type",
+    "repair_transcript",
     "run_agent_loop",
     "run_agent_loop_continue",
     "serve_proxy",
+    "sessions",
     "stream_proxy",
     "stream_simple",
     "to_json",

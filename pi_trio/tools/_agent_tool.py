@@ -51,6 +51,10 @@ class AgentTool:
     ``execution_mode="sequential"`` makes any batch containing this tool run one call at a time.
     ``prepare_arguments(args) -> args`` may rewrite raw arguments before validation (renamed
     parameters, legacy shapes).
+
+    ``replay`` matters to durable sessions (:mod:`pi_trio.sessions`) only: a call interrupted
+    by a crash after it started is never re-run with ``"never"`` (the default; the model is told
+    its outcome is unknown), and is re-run on resume with ``"safe"`` (for idempotent tools).
     """
 
     name: str
@@ -60,6 +64,7 @@ class AgentTool:
     execute: ToolExecute
     execution_mode: ToolExecutionMode | None = None
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    replay: Literal["never", "safe"] = "never"
     validator: ArgumentValidator = attrs.field(init=False, repr=False, eq=False)
     spec: Tool = attrs.field(init=False, repr=False, eq=False)
     is_async: bool = attrs.field(init=False, repr=False, eq=False)
