@@ -17,7 +17,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState
+from .agent import Agent, AgentState, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -127,6 +127,7 @@ __all__ = [
     "ProviderNotFoundError",
     "ProxyServer",
     "ProxyStream",
+    "Recorder",
     "SessionBusyError",
     "SessionEntry",
     "SessionLogError",

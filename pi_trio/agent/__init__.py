@@ -11,6 +11,7 @@ from ._agent import (
     Listener,
 )
 from ._inbox import QueueMode
+from ._recorder import QueueKind, Recorder
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "Agent",
     "AgentState",
     "Listener",
+    "QueueKind",
     "QueueMode",
+    "Recorder",
     "ThinkingLevelSetting",
 ]

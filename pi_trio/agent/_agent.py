@@ -36,6 +36,7 @@ from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
     GetApiKey,
+    GetMessages,
     ShouldStopAfterTurn,
     ToolExecution,
     TransformContext,
@@ -45,6 +46,7 @@ from ..messages import AgentMessage, AssistantMessage, ImageContent, TextContent
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._inbox import Inbox, QueueMode
+from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import Subscription
 
@@ -110,6 +112,16 @@ class _Sink:
         self.send = send
 
 
+def _flushed_first(
+    recorder: Recorder, drain: Callable[[], list[AgentMessage]]
+) -> Callable[[], Awaitable[list[AgentMessage]]]:
+    async def drain_durable() -> list[AgentMessage]:
+        await recorder.flush()
+        return drain()
+
+    return drain_durable
+
+
 def _as_message(message: AgentMessage | str) -> AgentMessage:
     if isinstance(message, str):
         return UserMessage([TextContent(message)])
@@ -144,6 +156,7 @@ class Agent:
         session_id: str | None = None,
         stream_options: StreamOptions | None = None,
         close_timeout: float = 5.0,
+        recorder: Recorder | None = None,
     ) -> None:
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self.convert_to_llm = convert_to_llm
@@ -157,6 +170,7 @@ class Agent:
         self.session_id = session_id
         self.stream_options = stream_options or StreamOptions()
         self.close_timeout = close_timeout
+        self.recorder = recorder
         self._steering = Inbox(steering_mode)
         self._follow_ups = Inbox(follow_up_mode)
         self._listeners: tuple[Listener, ...] = ()
@@ -195,17 +209,27 @@ class Agent:
 
     def steer(self, message: AgentMessage | str) -> None:
         """Queue a message to inject after the current turn (never mid-turn)."""
-        self._steering.put(_as_message(message))
+        message = _as_message(message)
+        self._steering.put(message)
+        if self.recorder is not None:
+            self.recorder.queued("steer", message)
 
     def follow_up(self, message: AgentMessage | str) -> None:
         """Queue a message to run only once the agent would otherwise stop."""
-        self._follow_ups.put(_as_message(message))
+        message = _as_message(message)
+        self._follow_ups.put(message)
+        if self.recorder is not None:
+            self.recorder.queued("follow_up", message)
 
     def clear_steering_queue(self) -> None:
         self._steering.clear()
+        if self.recorder is not None:
+            self.recorder.cleared("steer")
 
     def clear_follow_up_queue(self) -> None:
         self._follow_ups.clear()
+        if self.recorder is not None:
+            self.recorder.cleared("follow_up")
 
     def clear_all_queues(self) -> None:
         self.clear_steering_queue()
@@ -274,6 +298,9 @@ class Agent:
             reduce = _REDUCERS.get(type(event))
             if reduce is not None:
                 reduce(self._state, event)
+        recorder = self.recorder
+        if recorder is not None and recorder.record(event):
+            await recorder.flush()
         try:
             for listener in self._listeners:
                 pending = listener(event)
@@ -387,12 +414,20 @@ class Agent:
         skip = skip_initial_steering_poll
         steering = self._steering
 
+        recorder = self.recorder
+
         def get_steering_messages() -> list[AgentMessage]:
             nonlocal skip
             if skip:
                 skip = False
                 return []
             return steering.drain()
+
+        get_follow_ups: GetMessages = self._follow_ups.drain
+        get_steering: GetMessages = get_steering_messages
+        if recorder is not None:  # a queued message is durable before a run takes it
+            get_steering = _flushed_first(recorder, get_steering_messages)
+            get_follow_ups = _flushed_first(recorder, self._follow_ups.drain)
 
         options = self.stream_options
         reasoning = None if state.thinking_level == "off" else state.thinking_level
@@ -406,8 +441,8 @@ class Agent:
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
             should_stop_after_turn=self.should_stop_after_turn,
-            get_steering_messages=get_steering_messages,
-            get_follow_up_messages=self._follow_ups.drain,
+            get_steering_messages=get_steering,
+            get_follow_up_messages=get_follow_ups,
             tool_execution=self.tool_execution,
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,

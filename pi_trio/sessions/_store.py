@@ -150,7 +150,7 @@ class SessionStore:
                 (agent.steer if queue == "steer" else agent.follow_up)(message)
                 recorder.adopt_queued(seq, queue, message)
             recorder.agent = agent
-            agent.recorder = recorder  # type: ignore[attr-defined]  # until the seam lands
+            agent.recorder = recorder
             await recorder.flush()
         except BaseException:
             if recorder is not None:

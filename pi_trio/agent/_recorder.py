@@ -1,0 +1,62 @@
+"""``Recorder``: the seam through which an ``Agent`` tells a durable store what its run did.
+
+The agent calls a recorder synchronously, in event order, at the moment its own state changes:
+``record(event)`` after ``agent.state`` has been updated for the event and before any listener or
+``events()`` channel sees it, ``queued``/``cleared`` from the queue methods. When ``record``
+answers True, the agent awaits ``flush()`` before delivering that event, so whatever the recorder
+made durable there is durable before anyone is told about it (state first, then the log, then
+delivery). ``pi_trio.sessions`` implements it on SQLite; a test or an application can implement
+it too (an audit trail, say).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, TypeAlias
+
+from ..events import AgentEvent
+from ..messages import AgentMessage
+
+__all__ = ["QueueKind", "Recorder"]
+
+QueueKind: TypeAlias = Literal["steer", "follow_up"]
+
+
+class Recorder(Protocol):
+    """What an ``Agent(recorder=...)`` reports, in order, as its state changes.
+
+    Every method but ``flush`` is synchronous and must not block: it notes and returns.
+    """
+
+    def record(self, event: AgentEvent) -> bool:
+        """Note ``event`` (``agent.state`` is already updated for it).
+
+        Returns:
+            True when what was noted must be durable before the event is delivered: the agent
+            then awaits :meth:`flush` before any listener or channel sees the event.
+        """
+        ...
+
+    async def flush(self) -> None:
+        """Make everything noted so far durable.
+
+        The agent awaits it before delivering an event ``record`` flagged, before the loop
+        drains a queue (a queued message is durable before a run can take it), and once in the
+        close-out of every run (shielded, within the agent's ``close_timeout``).
+
+        Raises:
+            Exception: ends the run like a failing listener (stop_reason "error" with the
+                exception's text); the event that needed it is not delivered.
+        """
+        ...
+
+    def queued(self, kind: QueueKind, message: AgentMessage) -> None:
+        """``message`` was put in the steering (``"steer"``) or follow-up queue.
+
+        When a run drains it, the same message object shows up in ``message_start`` /
+        ``message_end`` events.
+        """
+        ...
+
+    def cleared(self, kind: QueueKind) -> None:
+        """That queue was emptied (``clear_*_queue``, ``clear_all_queues``, ``reset``)."""
+        ...

@@ -1,0 +1,111 @@
+"""pt.Recorder: the seam a durable store uses. Order: state, then record/flush, then delivery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+
+class _Log:
+    """A recorder that keeps what it was told and when it was flushed."""
+
+    def __init__(self, agent_ref: list[pt.Agent], fail_flush: bool = False) -> None:
+        self.noted: list[Any] = []
+        self.durable: list[Any] = []
+        self.flushes = 0
+        self.agent_ref = agent_ref
+        self.fail_flush = fail_flush
+        self.state_at_record: list[int] = []
+
+    def record(self, event: pt.AgentEvent) -> bool:
+        self.noted.append(event)
+        self.state_at_record.append(len(self.agent_ref[0].state.messages))
+        return isinstance(event, pt.MessageEnd | pt.ToolExecutionEnd)
+
+    async def flush(self) -> None:
+        await trio.lowlevel.checkpoint()
+        if self.fail_flush:
+            raise OSError("disk full")
+        self.flushes += 1
+        self.durable = list(self.noted)
+
+    def queued(self, kind: str, message: pt.AgentMessage) -> None:
+        self.noted.append(("queued", kind, message))
+
+    def cleared(self, kind: str) -> None:
+        self.noted.append(("cleared", kind))
+
+
+def _agent(script: list[Any], recorder: Any = None) -> tuple[pt.Agent, _Log]:
+    scripted = faux.FauxModel(script)
+    ref: list[pt.Agent] = []
+    log = recorder or _Log(ref)
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted, recorder=log)
+    ref.append(agent)
+    log.agent_ref = ref
+    return agent, log
+
+
+async def test_an_ended_message_is_durable_before_any_listener_sees_it() -> None:
+    agent, log = _agent([faux.assistant_message("hello")])
+    seen: list[bool] = []
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.MessageEnd):
+            seen.append(event in log.durable)
+
+    agent.subscribe(listener)
+    await agent.prompt("hi")
+    assert seen == [True, True]  # the prompt's message_end and the answer's
+    assert type(log.noted[0]) is pt.AgentStart
+
+
+async def test_record_sees_state_already_updated() -> None:
+    agent, log = _agent([faux.assistant_message("hello")])
+    await agent.prompt("hi")
+    ends = [i for i, e in enumerate(log.noted) if isinstance(e, pt.MessageEnd)]
+    assert [log.state_at_record[i] for i in ends] == [1, 2]
+
+
+async def test_queued_messages_are_flushed_before_a_run_drains_them() -> None:
+    agent, log = _agent([faux.assistant_message("one"), faux.assistant_message("two")])
+    flushes_at_drain: list[int] = []
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.TurnEnd) and not flushes_at_drain:
+            agent.follow_up("more")
+            flushes_at_drain.append(log.flushes)
+
+    agent.subscribe(listener)
+    await agent.prompt("hi")
+    queued = [n for n in log.noted if isinstance(n, tuple) and n[0] == "queued"]
+    assert len(queued) == 1 and queued[0][1] == "follow_up"
+    # the follow-up was durable before the run took it
+    assert queued[0] in log.durable
+    agent.steer("later")
+    agent.clear_all_queues()
+    assert ("cleared", "steer") in log.noted and ("cleared", "follow_up") in log.noted
+
+
+async def test_a_failing_flush_ends_the_run_with_its_error() -> None:
+    ref: list[pt.Agent] = []
+    log = _Log(ref, fail_flush=True)
+    agent, _ = _agent([faux.assistant_message("hello")], recorder=log)
+    delivered: list[pt.AgentEvent] = []
+    agent.subscribe(delivered.append)
+    await agent.prompt("hi")
+    assert agent.state.error_message == "disk full"
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
+
+
+@pytest.mark.parametrize("kind", ["steer", "follow_up"])
+def test_queue_methods_report_to_the_recorder(kind: str) -> None:
+    agent, log = _agent([])
+    getattr(agent, kind)("x")
+    assert log.noted[0][:2] == ("queued", kind)
