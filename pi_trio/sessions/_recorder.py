@@ -129,6 +129,11 @@ class SessionRecorder:
     def epoch(self) -> int:
         return self._lease.epoch
 
+    @property
+    def lost(self) -> bool:
+        """True once a commit found that this holder lost the session (or it was closed)."""
+        return self._failure is not None
+
     # --- noting ------------------------------------------------------------------------------
 
     def note(self, kind: EntryKind, payload: Any) -> int:

@@ -163,7 +163,8 @@ class SessionStore:
             if agent.is_running:
                 agent.abort()
                 await agent.wait_for_idle()
-            await recorder.flush()
+            if not recorder.lost:  # a lost lease was reported by the run it ended
+                await recorder.flush()
         finally:
             if agent.is_running:
                 agent.abort()
