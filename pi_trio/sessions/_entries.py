@@ -28,7 +28,7 @@ Kinds and their ``data``:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
@@ -36,6 +36,7 @@ import attrs
 from .._errors import SessionLogError, WireFormatError
 from ..messages import AgentMessage
 from ..wire import from_json, to_json
+from ._fast import fast_message
 
 __all__ = [
     "ENTRY_KINDS",
@@ -168,8 +169,23 @@ def parse_data(session_id: str, seq: int, text: str) -> Any:
         raise entry_error(session_id, seq, f"bad JSON in entry data ({exc})") from None
 
 
+def parse_all(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The data of every row (``(seq, kind, text, ...)``), parsed in one ``json.loads`` call
+    (one C call instead of one per entry); a failure is then located entry by entry."""
+    try:
+        parsed = json.loads("[" + ",".join([row[2] for row in rows]) + "]")
+        if len(parsed) == len(rows):
+            return parsed  # type: ignore[no-any-return]
+    except (ValueError, TypeError):
+        pass
+    return [parse_data(session_id, row[0], row[2]) for row in rows]
+
+
 def read_message(session_id: str, seq: int, data: Any) -> AgentMessage:
     """A message from an entry's JSON; :class:`pt.SessionLogError` when it is not pi's."""
+    message = fast_message(data)
+    if message is not None:
+        return message
     try:
         return from_json(data, AgentMessage)
     except WireFormatError as exc:

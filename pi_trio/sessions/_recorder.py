@@ -120,6 +120,10 @@ class SessionRecorder:
         self._settings = settings
         self._settings_of: tuple[Any, ...] | None = None
         self.agent: Agent | None = None
+        self.early_intents = False
+        """Log intents with their assistant message (set when no ``before_tool_call`` hook of
+        the application's runs; see :meth:`_note_early_intents`)."""
+        self._early: set[str] = set()
 
     @property
     def session_id(self) -> str:
@@ -158,6 +162,8 @@ class SessionRecorder:
             self.note("message", message)
             self._count += 1
             self._last = message
+            if self.early_intents and isinstance(message, AssistantMessage):
+                self._note_early_intents(message)
             return True
         if cls is ToolExecutionEnd:
             self.note("tool_result", event)
@@ -171,6 +177,42 @@ class SessionRecorder:
             self.note("run_end", {"reason": reason})
             return True
         return False
+
+    def _note_early_intents(self, message: AssistantMessage) -> None:
+        """Put the intents of the calls that will execute at once in this message's commit.
+
+        Only when no application hook stands between the message and ``execute``: the loop
+        then goes straight from this message's end to preparing and running its calls (the
+        argument validation is all that can still stop one, and a call that fails it has its
+        error result logged). In a parallel batch that is every call; in a sequential one,
+        the first. This saves a commit per turn; the cost is that a crash in the microseconds
+        between this commit and ``execute`` reports "outcome_unknown" where "not_started" was
+        true (never the other way round).
+        """
+        if message.stop_reason not in ("toolUse", "stop") or self.agent is None:
+            return
+        calls = message.tool_calls
+        if not calls:
+            return
+        tools = {tool.name: tool for tool in self.agent.state.tools}
+        batch = [tools.get(call.name) for call in calls]
+        sequential = self.agent.tool_execution == "sequential" or any(
+            tool is not None and tool.execution_mode == "sequential" for tool in batch
+        )
+        for call, tool in zip(calls, batch, strict=True):
+            if tool is not None:
+                self.note("tool_intent", call)
+                self._early.add(call.id)
+            if sequential:
+                break
+
+    def intend(self, call: ToolCall) -> bool:
+        """Note ``call``'s intent; False when it is in a commit already (no flush needed)."""
+        if call.id in self._early:
+            self._early.discard(call.id)
+            return False
+        self.note("tool_intent", call)
+        return True
 
     def _run_start(self) -> None:
         agent = self.agent
@@ -279,6 +321,7 @@ def durable_before_tool_call(
 ) -> Callable[[BeforeToolCallContext], Any]:
     """The ``before_tool_call`` of a durable agent: the application's hook, then the call's
     intent, durable before the loop goes on to ``execute`` (a blocked call logs no intent)."""
+    recorder.early_intents = user_hook is None
 
     async def before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
         decision: BeforeToolCallResult | None = None
@@ -287,8 +330,8 @@ def durable_before_tool_call(
             decision = await value if inspect.isawaitable(value) else value
             if decision is not None and decision.block:
                 return decision
-        recorder.note("tool_intent", context.tool_call)
-        await recorder.flush()
+        if recorder.intend(context.tool_call):
+            await recorder.flush()
         return decision
 
     return before_tool_call

@@ -21,7 +21,7 @@ from ._entries import (
     QueueName,
     check_row,
     entry_error,
-    parse_data,
+    parse_all,
     read_message,
     read_messages,
 )
@@ -220,13 +220,16 @@ def restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
     image = SessionImage(session_id)
     messages = image.messages
     queued = image.queued
+    rows = list(rows)
     expected = None
-    for seq, kind, text, when, _epoch, version in rows:
+    for seq, kind, _text, _when, _epoch, version in rows:
         check_row(session_id, seq, kind, version)
         if expected is not None and seq != expected:
             raise entry_error(session_id, seq, f"seq {seq} follows {expected - 1} (a gap)")
         expected = seq + 1
-        data = parse_data(session_id, seq, text)
+    for (seq, kind, _text, when, _epoch, _version), data in zip(
+        rows, parse_all(session_id, rows), strict=True
+    ):
         try:
             if kind == "message":
                 messages.append(read_message(session_id, seq, data))

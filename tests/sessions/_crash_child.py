@@ -62,6 +62,8 @@ def tools(effects: str, seed: int) -> list[pt.AgentTool]:
             parameters=SCHEMA,
             execute=execute,
             replay="safe" if name in SAFE else "never",
+            # a batch with a sync_pay runs one call at a time: later calls have no intent yet
+            execution_mode="sequential" if name == "sync_pay" else None,
         )
 
     return [make(name) for name in (*NEVER, *SAFE)]
