@@ -1,4 +1,4 @@
-"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve`` and ``proxy``.
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy`` and ``sessions``.
 
 ``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
 status; usage problems (an unknown model, a missing API key) are one line on stderr and
@@ -16,6 +16,7 @@ import trio
 
 from .._version import __version__
 from ._models import SCRIPTED, CliError, resolve_model
+from ._sessions import add_sessions_parser
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
     )
+    add_sessions_parser(commands)
     return parser
 
 
@@ -110,6 +112,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "proxy":
         return _proxy(args.host, args.port, args.token)
+    if args.command == "sessions":
+        from ._sessions import run_sessions
+
+        return run_sessions(args)
 
     if args.command == "demo":
         from ._demo import run_demo

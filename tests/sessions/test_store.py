@@ -166,3 +166,22 @@ async def test_a_message_entry_that_is_not_pi_json_is_refused(tmp_path: Path) ->
         with pytest.raises(pt.SessionLogError, match="entry seq 1: not a pi message"):
             async with store.open_agent("s"):
                 pass
+
+
+async def test_a_duplicate_seq_fails_alone_and_writes_nothing(tmp_path: Path) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        backend = store.backend
+        one = await backend.acquire("one", new_holder("a"))
+        two = await backend.acquire("two", new_holder("b"))
+        assert not isinstance(one, str) and not isinstance(two, str)
+        await backend.append(one, [(1, "run_start", "{}", 1, 1)])
+
+        async def dup() -> None:
+            with pytest.raises(sqlite3.IntegrityError):
+                await backend.append(one, [(2, "run_end", "{}", 2, 1), (1, "run_end", "{}", 2, 1)])
+
+        async with trio.open_nursery() as nursery:  # both in one group commit, most likely
+            nursery.start_soon(dup)
+            nursery.start_soon(backend.append, two, [(1, "run_start", "{}", 3, 1)])
+        assert [(e.seq, e.kind) for e in await store.load("one")] == [(1, "run_start")]
+        assert [(e.seq, e.kind) for e in await store.load("two")] == [(1, "run_start")]
