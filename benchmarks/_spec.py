@@ -158,6 +158,8 @@ SCENARIOS: tuple[Scenario, ...] = (
             Figure("wall_s", "durable wall s", "lower", digits=3),
             Figure("in_memory_wall_s", "in-memory wall s", "lower", digits=3),
             Figure("ratio_to_memory", "durable/in-memory", "lower", "<= 2", 2, ratio=False),
+            Figure("cpu_s", "durable CPU s", "lower", digits=3),
+            Figure("in_memory_cpu_s", "in-memory CPU s", "lower", digits=3),
             Figure("peak_rss_mib", "peak RSS MiB", "lower"),
         ),
         impls=("pi_trio",),
@@ -171,6 +173,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         {"turns": 100},
         (
             Figure("resume_ms", "resume ms (first)", "lower", "< 50", 2),
+            Figure("resume_cpu_ms", "resume CPU ms (first)", "lower", digits=2),
             Figure("resume_again_ms", "resume ms (warm)", "lower", digits=2),
         ),
         impls=("pi_trio",),
