@@ -9,6 +9,7 @@ from . import proxy, sessions, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
+    EventsOverflowError,
     PiError,
     ProviderNotFoundError,
     SessionBusyError,
@@ -116,6 +117,7 @@ __all__ = [
     "Context",
     "ContinueError",
     "CustomMessage",
+    "EventsOverflowError",
     "ImageContent",
     "Message",
     "MessageEnd",

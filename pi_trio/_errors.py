@@ -13,6 +13,7 @@ from collections.abc import Iterable
 __all__ = [
     "AgentBusyError",
     "ContinueError",
+    "EventsOverflowError",
     "PiError",
     "ProviderNotFoundError",
     "SessionBusyError",
@@ -63,6 +64,15 @@ class ToolArgumentError(PiError, ValueError):
 
 class ProviderNotFoundError(PiError, LookupError):
     """No stream function is registered for a model's ``api``, or the model is unknown."""
+
+
+class EventsOverflowError(PiError):
+    """An ``agent.events()`` reader fell so far behind that its subscription was dropped.
+
+    Raised by the reader's ``receive()`` (and so out of ``async for``) once it has read every
+    event queued before the drop. Read faster, raise ``max_backlog``, or subscribe with
+    ``on_overflow="block"`` to make the run wait for the reader instead.
+    """
 
 
 class SessionBusyError(PiError, RuntimeError):

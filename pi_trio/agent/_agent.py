@@ -14,24 +14,15 @@ Trio tasks of the same run (from a thread: ``trio.from_thread.run_sync(agent.ste
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeAlias, cast
+from typing import cast
 
 import attrs
 import trio
 
 from .._errors import AgentBusyError, ContinueError
-from ..events import (
-    AgentEnd,
-    AgentEvent,
-    MessageEnd,
-    MessageStart,
-    MessageUpdate,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    TurnEnd,
-)
 from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
@@ -40,19 +31,21 @@ from ..loop import (
     ShouldStopAfterTurn,
     ToolExecution,
     TransformContext,
+    run_agent_loop,
+    run_agent_loop_continue,
 )
-from ..loop._run import run
-from ..messages import AgentMessage, AssistantMessage, ImageContent, TextContent, UserMessage
+from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ._delivery import Delivery, Listener
 from ._inbox import Inbox, QueueMode
 from ._recorder import Recorder
 from ._state import AgentState
-from ._subscriptions import Subscription
+from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 
 __all__ = ["Agent", "Listener"]
 
-Listener: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+logger = logging.getLogger("pi_trio.agent")
 
 BUSY_PROMPT = (
     "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
@@ -61,55 +54,6 @@ BUSY_PROMPT = (
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
 NOTHING_TO_CONTINUE = "No messages to continue from"
 CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
-
-
-# --- state reduction, pi's processEvents: state is updated before listeners see the event ------
-
-
-def _streaming(state: AgentState, event: MessageStart | MessageUpdate) -> None:
-    state.streaming_message = event.message
-
-
-def _message_end(state: AgentState, event: MessageEnd) -> None:
-    state.streaming_message = None
-    state.messages.append(event.message)
-
-
-def _tool_start(state: AgentState, event: ToolExecutionStart) -> None:
-    state._pending.add(event.tool_call_id)
-
-
-def _tool_end(state: AgentState, event: ToolExecutionEnd) -> None:
-    state._pending.discard(event.tool_call_id)
-
-
-def _turn_end(state: AgentState, event: TurnEnd) -> None:
-    if isinstance(event.message, AssistantMessage) and event.message.error_message:
-        state.error_message = event.message.error_message
-
-
-def _agent_end(state: AgentState, event: AgentEnd) -> None:
-    state.streaming_message = None
-
-
-_REDUCERS: dict[type[Any], Callable[[AgentState, Any], None]] = {
-    MessageUpdate: _streaming,
-    MessageStart: _streaming,
-    MessageEnd: _message_end,
-    ToolExecutionStart: _tool_start,
-    ToolExecutionEnd: _tool_end,
-    TurnEnd: _turn_end,
-    AgentEnd: _agent_end,
-}
-
-
-class _Sink:
-    """What the loop sends to: the agent's private ``_deliver``, without a wrapper call."""
-
-    __slots__ = ("send",)
-
-    def __init__(self, send: Callable[[AgentEvent], Awaitable[None]]) -> None:
-        self.send = send
 
 
 def _flushed_first(
@@ -170,22 +114,30 @@ class Agent:
         self.session_id = session_id
         self.stream_options = stream_options or StreamOptions()
         self.close_timeout = close_timeout
-        self.recorder = recorder
         self._steering = Inbox(steering_mode)
         self._follow_ups = Inbox(follow_up_mode)
-        self._listeners: tuple[Listener, ...] = ()
-        self._subscriptions: list[Subscription] = []
+        self._delivery = Delivery(self._state)
+        self._delivery.recorder = recorder
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
         self._outer_nurseries: frozenset[trio.Nursery] = frozenset()
         self._idle: trio.Event | None = None
-        self._sink = _Sink(self._deliver)
 
     # --- state and queues --------------------------------------------------------------------
 
     @property
     def state(self) -> AgentState:
         return self._state
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """What this agent reports its runs and queue changes to (a durable store's
+        :class:`pt.Recorder`), or None."""
+        return self._delivery.recorder
+
+    @recorder.setter
+    def recorder(self, recorder: Recorder | None) -> None:
+        self._delivery.recorder = recorder
 
     @property
     def is_running(self) -> bool:
@@ -246,12 +198,7 @@ class Agent:
         """
         if self._scope is not None:
             raise AgentBusyError("Cannot reset while a run is active: abort() it first.")
-        state = self._state
-        state.messages = []
-        state.is_streaming = False
-        state.streaming_message = None
-        state._pending.clear()
-        state.error_message = None
+        self._state.clear()
         self.clear_all_queues()
 
     # --- subscribers -------------------------------------------------------------------------
@@ -263,56 +210,54 @@ class Agent:
         raises ends the run with an error message (the transcript stays valid). Returns a
         function that unsubscribes.
         """
-        self._listeners = (*self._listeners, listener)
+        delivery = self._delivery
+        delivery.listeners = (*delivery.listeners, listener)
 
         def unsubscribe() -> None:
-            self._listeners = tuple(item for item in self._listeners if item is not listener)
+            delivery.listeners = tuple(item for item in delivery.listeners if item is not listener)
 
         return unsubscribe
 
     @asynccontextmanager
     async def events(
-        self, max_buffer_size: float = 256
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+        self,
+        max_buffer_size: float = 256,
+        *,
+        max_backlog: float | None = None,
+        on_overflow: OverflowPolicy = "disconnect",
+    ) -> AsyncIterator[EventsReceiver]:
         """``async with agent.events() as rx: async for event in rx: ...``
 
-        A memory channel of this agent's events from now until the block ends (it spans runs).
-        See :mod:`pi_trio.agent._subscriptions` for what a full buffer does: streaming updates
-        are dropped for that reader, lifecycle events never are.
+        A channel of this agent's events from now until the block ends (it spans runs). It is
+        fed synchronously (no task, no hop per event) and bounded:
+
+        Args:
+            max_buffer_size: when this many events wait unread, streaming events
+                (``message_update``, ``tool_execution_update``) are dropped for this reader
+                (``rx.dropped`` counts them); lifecycle events are still queued.
+            max_backlog: when this many events wait unread (default: 4096, or
+                ``max_buffer_size`` if larger), ``on_overflow`` applies.
+            on_overflow: ``"disconnect"``: the subscription is dropped; the reader reads what
+                was queued, then ``receive()`` raises :class:`pt.EventsOverflowError`.
+                ``"block"``: nothing is dropped; the run waits (abortably) whenever
+                ``max_buffer_size`` events wait unread.
+
+        Raises:
+            ValueError: a negative size, ``max_backlog < max_buffer_size``, or an unknown
+                policy.
         """
-        subscription = Subscription(max_buffer_size)
-        self._subscriptions.append(subscription)
+        subscription = Subscription(
+            max_buffer_size, max_backlog=max_backlog, on_overflow=on_overflow
+        )
+        subscriptions = self._delivery.subscriptions
+        subscriptions.append(subscription)
         try:
             async with subscription.receive:
                 yield subscription.receive
         finally:
-            if subscription in self._subscriptions:
-                self._subscriptions.remove(subscription)
+            if subscription in subscriptions:
+                subscriptions.remove(subscription)
             subscription.close()
-
-    async def _deliver(self, event: AgentEvent) -> None:
-        """The agent's sink: reduce state, await listeners, feed channels (in that order)."""
-        if type(event) is MessageUpdate:  # most events: one per streamed delta
-            self._state.streaming_message = event.message
-        else:
-            reduce = _REDUCERS.get(type(event))
-            if reduce is not None:
-                reduce(self._state, event)
-        recorder = self.recorder
-        if recorder is not None and recorder.record(event):
-            await recorder.flush()
-        try:
-            for listener in self._listeners:
-                pending = listener(event)
-                if pending is not None:
-                    await pending
-        finally:
-            # channels cannot block or fail: they get every event even when a listener
-            # raised or was cancelled (their readers rely on agent_end)
-            if self._subscriptions:
-                for subscription in tuple(self._subscriptions):
-                    if not subscription.offer(event):
-                        self._subscriptions.remove(subscription)
 
     # --- runs --------------------------------------------------------------------------------
 
@@ -376,7 +321,7 @@ class Agent:
     def abort(self) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle)."""
         if self._scope is not None:
-            self._scope.cancel()
+            self._scope.cancel(reason="Agent.abort()")
 
     async def wait_for_idle(self) -> None:
         """Return once no run is active (at once, after a checkpoint, when idle).
@@ -464,25 +409,35 @@ class Agent:
         self._outer_nurseries = frozenset(self._run_task.child_nurseries)
         self._idle = trio.Event()
         task_status.started()
-        state.is_streaming = True
-        state.streaming_message = None
-        state.error_message = None
-        context = AgentContext(state.system_prompt, list(state.messages), list(state.tools))
+        state.begin_run()
+        delivery = self._delivery
+        delivery.begin_run()
+        # one transcript: the loop appends to state.messages itself, at each message_end
+        context = AgentContext(state.system_prompt, state.messages, list(state.tools))
+        config = self._config(skip_initial_steering_poll)
         try:
             with scope:
-                await run(prompts, context, self._config(skip_initial_steering_poll), self._sink)
+                if prompts is None:
+                    await run_agent_loop_continue(context, config, delivery)
+                else:
+                    await run_agent_loop(prompts, context, config, delivery)
         finally:
-            # The loop's transcript is complete even when closing events were not delivered.
-            state.messages = context.messages
-            last = context.messages[-1] if context.messages else None
-            if isinstance(last, AssistantMessage) and last.error_message:
-                state.error_message = last.error_message
-            state.is_streaming = False
-            state.streaming_message = None
-            state._pending.clear()
+            # The transcript is complete even when closing events were not delivered.
+            state.end_run()
+            if delivery.recorder is not None:
+                await self._final_flush(delivery.recorder)
             self._scope = None
             self._run_task = None
             self._idle.set()
+
+    async def _final_flush(self, recorder: Recorder) -> None:
+        """Whatever the recorder noted without needing it durable at once (agent_end, say)
+        is made durable as the run ends; shielded, bounded by ``close_timeout``."""
+        with trio.move_on_after(self.close_timeout, shield=True):
+            try:
+                await recorder.flush()
+            except Exception:
+                logger.exception("recorder flush failed at the end of the run")
 
     def __repr__(self) -> str:
         status = "running" if self._scope is not None else "idle"

@@ -7,6 +7,16 @@ from typing import Literal, TypeAlias
 
 import attrs
 
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    TurnEnd,
+)
 from ..messages import AgentMessage, AssistantMessage
 from ..models import Model, ModelCost
 from ..tools import AgentTool
@@ -90,3 +100,47 @@ class AgentState:
             if isinstance(message, AssistantMessage):
                 return message
         return None
+
+    def apply_event(self, event: AgentEvent) -> None:
+        """Reduce one event of a run into the runtime fields (pi's ``processEvents``).
+
+        The run calls it for each event before any listener sees it. ``messages`` is not
+        touched here: it is the run's live transcript, which grows at each ``message_end``.
+        """
+        cls = type(event)
+        if cls is MessageUpdate or cls is MessageStart:
+            self.streaming_message = event.message  # type: ignore[union-attr]
+        elif cls is MessageEnd or cls is AgentEnd:
+            self.streaming_message = None
+        elif cls is ToolExecutionStart:
+            self._pending.add(event.tool_call_id)  # type: ignore[union-attr]
+        elif cls is ToolExecutionEnd:
+            self._pending.discard(event.tool_call_id)  # type: ignore[union-attr]
+        elif cls is TurnEnd:
+            message = event.message  # type: ignore[union-attr]
+            if isinstance(message, AssistantMessage) and message.error_message:
+                self.error_message = message.error_message
+
+    def begin_run(self) -> None:
+        """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
+        self.is_streaming = True
+        self.streaming_message = None
+        self.error_message = None
+
+    def end_run(self) -> None:
+        """Reset the runtime fields once a run is over; ``error_message`` is the last
+        message's, when it failed."""
+        last = self._messages[-1] if self._messages else None
+        if isinstance(last, AssistantMessage) and last.error_message:
+            self.error_message = last.error_message
+        self.is_streaming = False
+        self.streaming_message = None
+        self._pending.clear()
+
+    def clear(self) -> None:
+        """Forget the transcript and the runtime fields (``Agent.reset``)."""
+        self._messages = []
+        self.is_streaming = False
+        self.streaming_message = None
+        self._pending.clear()
+        self.error_message = None

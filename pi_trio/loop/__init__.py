@@ -32,7 +32,8 @@ from ._config import (
     ToolExecution,
     TransformContext,
 )
-from ._run import LENGTH_TOOL_TEXT, TranscriptView, default_convert_to_llm, run
+from ._run import LENGTH_TOOL_TEXT, run
+from ._transcript import TranscriptView, default_convert_to_llm
 
 __all__ = [
     "LENGTH_TOOL_TEXT",

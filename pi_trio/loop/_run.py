@@ -1,11 +1,13 @@
 """One run of the agent loop: pi's double loop, with Trio's cancellation.
 
 Inner loop: an assistant turn, its tool batch, then steering messages; outer loop: follow-ups
-once the agent would stop. The run keeps its state (``turn_open``, the streaming ``partial``
-message, the current tool ``batch``) up to date *before* every event it sends, so that when it
-is cancelled, wherever that happens, :meth:`_Run.close` can complete the transcript to pi's
-aborted shape synchronously and only then try to deliver the closing events, in one shielded
-scope bounded by ``config.close_timeout``.
+once the agent would stop. The run's state is three things: its :class:`Phase`, its
+:class:`Transcript` (which message is ended, open or only taken) and, while tools run, the
+:class:`ToolBatch` (one slot per call). Each event is applied to that state, and to the sink's
+own state (``sink.apply``, when the sink has one), before it is sent; so wherever a
+cancellation lands, :mod:`._close` can complete the transcript to pi's aborted shape
+synchronously and only then deliver the closing events, in one shielded scope bounded by
+``config.close_timeout``.
 
 Failures of the application's callbacks (the event sink, a steering poll,
 ``should_stop_after_turn``) end the run the same way, with stop_reason "error": the run's own
@@ -15,14 +17,13 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 
 from __future__ import annotations
 
-import collections
-import itertools
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal, TypeVar, cast, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, cast
 
 import attrs
 import trio
 
+from .._callbacks import call_maybe_async, exception_text
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -45,25 +46,16 @@ from ..events import (
     TurnEnd,
     TurnStart,
 )
-from ..messages import (
-    AgentMessage,
-    AssistantMessage,
-    Context,
-    Message,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
-from ..providers import ABORTED_MESSAGE, StreamOptions, stream_simple
-from ..tools import AgentContext, ToolBatch, exception_text
-from ..tools._batch import _call_hook
+from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage, Usage
+from ..providers import StreamOptions, stream_simple
+from ..tools import AgentContext, ToolBatch
+from ._close import close_run
 from ._config import AgentLoopConfig, EventSink, ShouldStopAfterTurnContext
+from ._phase import Phase
+from ._transcript import Transcript, default_convert_to_llm
 
-__all__ = ["LENGTH_TOOL_TEXT", "TranscriptView", "default_convert_to_llm", "run"]
+__all__ = ["LENGTH_TOOL_TEXT", "run"]
 
-T = TypeVar("T")
-
-_LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 _UPDATE_TYPES = frozenset(
     {
         TextStart,
@@ -86,75 +78,45 @@ LENGTH_TOOL_TEXT = (
 )
 
 
-def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
-    """pi's default: user, assistant and tool-result messages pass; custom messages do not."""
-    return [m for m in messages if isinstance(m, _LLM_TYPES)]
-
-
-class TranscriptView(Sequence[T]):
-    """A read-only view of the first ``length`` items of an append-only list: an O(1) snapshot
-    of the transcript for one request."""
-
-    __slots__ = ("_items", "_length")
-
-    def __init__(self, items: list[T], length: int) -> None:
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        if isinstance(index, slice):
-            return self._items[: self._length][index]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("transcript index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[T]:
-        return itertools.islice(self._items, self._length)
-
-    def __repr__(self) -> str:
-        return f"TranscriptView({self._items[: self._length]!r})"
+def _no_apply(event: AgentEvent) -> None:
+    pass
 
 
 class _Run:
+    """One run's state (phase, transcript, batch) and the algorithm that advances it."""
+
     def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: EventSink) -> None:
         self.context = context
         self.config = config
         self.sink = sink
-        self.transcript = context.messages
+        self.send = sink.send
+        self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
         self.stream_fn = config.stream_fn or stream_simple
-        self.new_messages: list[AgentMessage] = []
         self.tools = {tool.name: tool for tool in context.tools}
         self.tool_specs = tuple(tool.spec for tool in context.tools)
         incremental = config.convert_to_llm is None and config.transform_context is None
-        self.llm_view: list[Message] | None = (
-            default_convert_to_llm(self.transcript) if incremental else None
-        )
-        self.turn_open = False
-        self.unannounced: collections.deque[AgentMessage] = (
-            collections.deque()
-        )  # in the transcript, message_start not yet sent
-        self.partial: AssistantMessage | None = None
+        self.transcript = Transcript(context.messages, incremental_llm=incremental)
+        self.phase = Phase.BETWEEN_TURNS
         self.batch: ToolBatch | None = None
-        self.answer: AssistantMessage | None = None  # this turn's complete reply, no tool calls
-        self.ended = False
+        self.reply: AssistantMessage | None = None  # this turn's response, once ended
         self.failure: BaseException | None = None
-        self.interrupted: AgentEvent | None = None  # an event whose send was cancelled
+        self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.scope = trio.CancelScope()
 
     # --- plumbing ----------------------------------------------------------------------------
 
+    def apply(self, event: AgentEvent) -> None:
+        """State first: the run's transcript, then the sink's own state."""
+        self.transcript.apply(event)
+        self.sink_apply(event)
+
     async def emit(self, event: AgentEvent) -> None:
+        cls = type(event)
+        if cls is MessageEnd or cls is MessageStart:
+            self.transcript.apply(event)
+        self.sink_apply(event)
         try:
-            await self.sink.send(event)
+            await self.send(event)
         except Exception as exc:
             await self._fail(exc)
         except BaseException:
@@ -165,25 +127,18 @@ class _Run:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
         if self.failure is None:
             self.failure = exc
-        self.scope.cancel()
+        self.scope.cancel(reason=f"run failed: {exception_text(exc)}")
         await trio.lowlevel.checkpoint()  # raises Cancelled when we are inside our scope
         # not inside it (a shield, a from_thread system task): report the failure itself
         raise exc
 
     async def _hook(self, hook: Callable[..., Any], *args: Any) -> Any:
         try:
-            return await _call_hook(hook, *args)
+            return await call_maybe_async(hook, *args)
         except Exception as exc:
             await self._fail(exc)
 
-    def _record(self, message: AgentMessage, *, in_transcript: bool = False) -> None:
-        if not in_transcript:
-            self.transcript.append(message)
-        self.new_messages.append(message)
-        if self.llm_view is not None and isinstance(message, _LLM_TYPES):
-            self.llm_view.append(message)
-
-    def _bare_message(self, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
+    def bare_message(self, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
         model = self.config.model
         return AssistantMessage(
             content=[],
@@ -202,42 +157,38 @@ class _Run:
             with self.scope:
                 await self._body(prompts)
         except BaseException as exc:
-            # Cancelled from the caller (or a bug): close the transcript, then let it out.
+            # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
                 self.failure = exc
-            await self.close()
+            await close_run(self)
             raise
         if self.failure is not None:
-            await self.close()
-        return self.new_messages
+            await close_run(self)
+        return self.transcript.new_messages
 
     async def _body(self, prompts: Sequence[AgentMessage] | None) -> None:
-        self._take(prompts or ())
+        self.transcript.take(prompts or ())
         await self.emit(AgentStart())
-        self.turn_open = True
-        await self.emit(TurnStart())
-        if self.unannounced:
-            await self._announce()
+        await self._start_turn()
         await self._loop()
 
-    def _take(self, messages: Sequence[AgentMessage]) -> bool:
-        """Record new input messages at once (state first); they are announced later."""
-        for message in messages:
-            self._record(message)
-            self.unannounced.append(message)
-        return bool(messages)
+    async def _start_turn(self) -> None:
+        self.reply = None
+        self.phase = Phase.STARTING
+        await self.emit(TurnStart())
+        await self._announce_taken()
 
-    async def _announce(self) -> None:
-        while self.unannounced:
-            message = self.unannounced.popleft()
-            await self.emit(MessageStart(message))
-            await self.emit(MessageEnd(message))
+    async def announce(self, message: ToolResultMessage) -> None:
+        """Take a tool-result message into the transcript and send its start and end."""
+        self.transcript.take((message,))
+        await self.emit(MessageStart(message))
+        await self.emit(MessageEnd(message))
 
     async def _poll(self, source: Callable[[], Any] | None) -> bool:
         """Take queued steering/follow-up messages; True when there were any."""
         if source is None:
             return False
-        return self._take(list(await self._hook(source) or ()))
+        return self.transcript.take(list(await self._hook(source) or ()))
 
     async def _loop(self) -> None:
         config = self.config
@@ -248,17 +199,15 @@ class _Run:
             while more_tool_calls or pending:
                 if first_turn:
                     first_turn = False
+                    if pending:  # steering taken before the first request: announce it
+                        await self._announce_taken()
                 else:
-                    self.answer = None
-                    self.turn_open = True
-                    await self.emit(TurnStart())
-                if self.unannounced:
-                    await self._announce()
+                    await self._start_turn()
                 pending = False
 
                 message = await self._assistant_turn()
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
-                    self.turn_open = False
+                    self.phase = Phase.BETWEEN_TURNS
                     await self.emit(TurnEnd(message, []))
                     await self._end()
                     return
@@ -274,14 +223,15 @@ class _Run:
                     await batch.run(refuse)
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
+                    self.reply = None if more_tool_calls else message
                     self.batch = None
-                self.turn_open = False
+                self.phase = Phase.BETWEEN_TURNS
                 await self.emit(TurnEnd(message, tool_results))
 
                 if config.should_stop_after_turn is not None and await self._hook(
                     config.should_stop_after_turn,
                     ShouldStopAfterTurnContext(
-                        message, tool_results, self.context, self.new_messages
+                        message, tool_results, self.context, self.transcript.new_messages
                     ),
                 ):
                     await self._end()
@@ -295,28 +245,37 @@ class _Run:
                 break
         await self._end()
 
+    async def _announce_taken(self) -> None:
+        transcript = self.transcript
+        while transcript.taken:
+            message = transcript.taken[0]
+            await self.emit(MessageStart(message))
+            await self.emit(MessageEnd(message))
+
     async def _end(self) -> None:
-        self.ended = True
-        await self.emit(AgentEnd(self.new_messages))
+        self.phase = Phase.ENDED
+        await self.emit(AgentEnd(self.transcript.new_messages))
 
     # --- one assistant response --------------------------------------------------------------
 
     async def _request(self) -> tuple[Context, StreamOptions]:
         config = self.config
-        if self.llm_view is not None:
-            llm: Sequence[Message] = TranscriptView(self.llm_view, len(self.llm_view))
-        else:
+        llm = self.transcript.llm_view()
+        if llm is None:
             # the hooks get their own copy of the transcript: theirs to slice, filter or extend
-            messages: Sequence[AgentMessage] = list(self.transcript)
+            messages: Sequence[AgentMessage] = list(self.transcript.messages)
             if config.transform_context is not None:
-                messages = await _call_hook(config.transform_context, messages)
+                messages = await call_maybe_async(config.transform_context, messages)
             if config.convert_to_llm is not None:
-                llm = await _call_hook(config.convert_to_llm, messages)
+                converted: Sequence[Message] = await call_maybe_async(
+                    config.convert_to_llm, messages
+                )
+                llm = converted
             else:
                 llm = default_convert_to_llm(messages)
         options = config.stream_options
         if config.get_api_key is not None:
-            key = await _call_hook(config.get_api_key, config.model.provider)
+            key = await call_maybe_async(config.get_api_key, config.model.provider)
             if key:
                 options = attrs.evolve(options, api_key=key)
         return Context(self.context.system_prompt, llm, self.tool_specs), options
@@ -331,20 +290,26 @@ class _Run:
             context, options = await self._request()
         except Exception as exc:
             return await self._finish_response(None, exc)
-        send = self.sink.send
+        send = self.send
+        transcript = self.transcript
+        sink_apply = self.sink_apply
         try:
             async with self.stream_fn(self.config.model, context, options) as events:
                 async for event in events:
                     cls = type(event)
                     if cls in _UPDATE_TYPES:  # the hot path: one per streamed delta
-                        if self.partial is None:
+                        open_message = transcript.open
+                        if open_message is None:
                             continue  # pi ignores updates before "start"
                         partial = event.partial  # type: ignore[union-attr]
-                        if partial is not self.partial:
-                            self.partial = partial
-                            self.transcript[-1] = partial
                         update = MessageUpdate(partial, event)
-                        try:  # self.emit(update), inlined: no extra coroutine per delta
+                        if partial is not open_message:  # the provider swapped its partial
+                            transcript.open = partial
+                            sink_apply(update)
+                        # self.emit(update), inlined: no extra coroutine per delta. An update
+                        # whose message is the one already open changes no state, so it is not
+                        # applied (the sink's apply contract says so).
+                        try:
                             await send(update)
                         except Exception as exc:
                             await self._fail(exc)
@@ -352,13 +317,9 @@ class _Run:
                             self.interrupted = update
                             raise
                     elif cls is StreamStart:
-                        partial = cast(StreamStart, event).partial
-                        if self.partial is None:
-                            self.transcript.append(partial)
-                        else:  # a second "start": it replaces the first partial message
-                            self.transcript[-1] = partial
-                        self.partial = partial
-                        await self.emit(MessageStart(partial))
+                        # a second "start" replaces the first partial message
+                        self.phase = Phase.STREAMING
+                        await self.emit(MessageStart(cast(StreamStart, event).partial))
                     elif cls is StreamDone:
                         final = cast(StreamDone, event).message
                         break
@@ -376,25 +337,19 @@ class _Run:
     async def _finish_response(
         self, final: AssistantMessage | None, failure: Exception | None
     ) -> AssistantMessage:
-        partial = self.partial
+        transcript = self.transcript
+        partial = transcript.open if self.phase is Phase.STREAMING else None
         if final is None:
             text = exception_text(failure) if failure is not None else _NO_END
-            message = partial if partial is not None else self._bare_message("error", text)
+            message = partial if isinstance(partial, AssistantMessage) else None
+            if message is None:
+                message = self.bare_message("error", text)
             message.stop_reason = "error"
             message.error_message = text
         else:
             message = final
-        if partial is not None:
-            if message is not partial:
-                self.transcript[-1] = message
-            self._record(message, in_transcript=True)
-        else:
-            self._record(message)
-        self.partial = None
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
         calls = [] if failed else message.tool_calls
-        if not failed and not calls:
-            self.answer = message
         if calls:
             config = self.config
             self.batch = ToolBatch(
@@ -403,79 +358,22 @@ class _Run:
                 self.context,
                 self.tools,
                 self.emit,
-                self._record,
+                self.announce,
                 sequential=config.tool_execution == "sequential",
                 before_tool_call=config.before_tool_call,
                 after_tool_call=config.after_tool_call,
             )
+            self.phase = Phase.RUNNING_TOOLS
+        else:
+            self.reply = message
+            self.phase = Phase.ANSWERED
         if partial is None:
+            transcript.take((message,))
             await self.emit(MessageStart(message))
+        else:
+            transcript.open = message  # the final message replaces the partial
         await self.emit(MessageEnd(message))
         return message
-
-    # --- closing an aborted or failed run -----------------------------------------------------
-
-    def _closing_events(self) -> list[AgentEvent]:
-        """Complete the transcript to pi's aborted shape; return the events still to send."""
-        if self.ended:
-            return []
-        if self.failure is None:
-            reason: Literal["error", "aborted"] = "aborted"
-            text = ABORTED_MESSAGE
-        else:
-            reason, text = "error", exception_text(self.failure)
-        events: list[AgentEvent] = []
-        if self.failure is None and self.answer is not None and not self.unannounced:
-            # the model had answered and asked for nothing: the run was ending anyway
-            if self.turn_open:
-                events.append(TurnEnd(self.answer, []))
-            self.turn_open = False
-            self.ended = True
-            events.append(AgentEnd(self.new_messages))
-            return events
-        partial = self.partial
-        if partial is not None:  # mid-stream: the partial message is the run's last word
-            self.partial = None
-            partial.stop_reason = reason
-            partial.error_message = text
-            self._record(partial, in_transcript=True)
-            events += [MessageEnd(partial), TurnEnd(partial, [])]
-        else:
-            if self.batch is not None:
-                batch, self.batch = self.batch, None
-                events += batch.close_out()
-                events.append(TurnEnd(batch.assistant, batch.messages))
-                self.turn_open = False
-            if not self.turn_open:
-                events.append(TurnStart())
-            for queued in self.unannounced:  # taken from a queue: in the transcript already
-                events += [MessageStart(queued), MessageEnd(queued)]
-            self.unannounced.clear()
-            message = self._bare_message(reason, text)
-            self._record(message)
-            events += [MessageStart(message), MessageEnd(message), TurnEnd(message, [])]
-        self.turn_open = False
-        self.ended = True
-        events.append(AgentEnd(self.new_messages))
-        return events
-
-    async def close(self) -> None:
-        """Finish the transcript, then deliver the closing events within the grace period."""
-        events = self._closing_events()
-        if (
-            events
-            and self.interrupted is not None
-            and isinstance(self.sink, trio.MemorySendChannel)
-        ):
-            # a memory channel's cancelled send delivered nothing: send that event first
-            events.insert(0, self.interrupted)
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + self.config.close_timeout
-            for event in events:
-                try:
-                    await self.sink.send(event)
-                except Exception:
-                    continue  # a failing sink may still deliver the rest (other listeners)
 
 
 async def run(
@@ -484,4 +382,6 @@ async def run(
     config: AgentLoopConfig,
     sink: EventSink,
 ) -> list[AgentMessage]:
+    """Run the loop on ``context`` (``prompts`` first, or continue when None); see
+    :func:`pi_trio.run_agent_loop`."""
     return await _Run(context, config, sink).execute(prompts)

@@ -6,6 +6,7 @@ from ._agent_tool import AgentTool, OnUpdate, ToolExecute, ToolExecutionMode
 from ._batch import (
     ABORTED_TOOL_TEXT,
     AfterToolCall,
+    Announce,
     BeforeToolCall,
     Emit,
     ToolBatch,
@@ -29,6 +30,7 @@ __all__ = [
     "AfterToolCallResult",
     "AgentContext",
     "AgentTool",
+    "Announce",
     "ArgumentValidator",
     "BeforeToolCall",
     "BeforeToolCallContext",

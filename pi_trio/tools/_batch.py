@@ -5,27 +5,29 @@ The batch keeps pi's three phases. *Prepare* runs in source order in the loop's 
 calls that cannot run (unknown tool, invalid arguments, blocked, a hook that raised) get their
 error result at once. *Execute + finalize* (the tool, then ``after_tool_call``) runs for all
 prepared calls concurrently in one nursery owned by the batch, or one by one in sequential
-mode; ``tool_execution_end`` goes out in completion order. *Write-back* appends the tool-result
-messages to the transcript in source order.
+mode; ``tool_execution_end`` goes out in completion order. *Write-back* hands the tool-result
+messages to the run in source order (``announce``).
 
-Every result is recorded before its event is sent, so when the run is cancelled the batch can
-say exactly which calls still need a result (:meth:`ToolBatch.close_out`).
+Each call has one :class:`_Slot` that says how far it got; a slot is updated before the event
+about it is sent, so when the run is cancelled :meth:`ToolBatch.close_out` knows exactly which
+calls still need a result, a start or an end event.
+
+A tool that raises ``KeyboardInterrupt`` (or another ``BaseException`` that is not a
+cancellation) ends the batch with that exception, plain, never inside an exception group.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
+from .._callbacks import call_maybe_async, exception_text
 from .._groups import only_cancelled
 from ..events import (
     AgentEvent,
-    MessageEnd,
-    MessageStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -44,6 +46,7 @@ from ._hooks import (
 __all__ = [
     "ABORTED_TOOL_TEXT",
     "AfterToolCall",
+    "Announce",
     "BeforeToolCall",
     "Emit",
     "ToolBatch",
@@ -51,11 +54,10 @@ __all__ = [
     "exception_text",
 ]
 
-T = TypeVar("T")
-
 ABORTED_TOOL_TEXT = "Tool execution was aborted"
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
+Announce = Callable[[ToolResultMessage], Awaitable[None]]
 BeforeToolCall = Callable[
     [BeforeToolCallContext], "Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None"
 ]
@@ -64,40 +66,36 @@ AfterToolCall = Callable[
 ]
 
 
-def exception_text(exc: BaseException) -> str:
-    """What the model (or the transcript) is told about an exception."""
-    return str(exc) or type(exc).__name__
-
-
 def error_result(text: str) -> ToolResult:
+    """A tool result carrying only an error text (``details`` empty, like pi's)."""
     return ToolResult([TextContent(text)], details={})
 
 
-async def _call_hook(hook: Callable[..., Any], *args: Any) -> Any:
-    value = hook(*args)
-    if inspect.isawaitable(value):
-        value = await value
-    return value
+class _OneAtATime:
+    """Serializes the events of concurrent tool tasks: a listener that awaits (a socket write,
+    say) must not be entered by a second task while it is suspended. No schedule point when
+    free. ``mark`` runs once the task holds the turn, right before the event is applied, so a
+    slot never says "ended" for an event that a cancellation kept from being applied."""
 
+    __slots__ = ("_busy", "_emit", "_waiting")
 
-def _serialized(emit: Emit) -> Emit:
-    """``emit`` for concurrent tool tasks: a listener that awaits (a socket write, say) must
-    not be entered by a second task while it is suspended. No schedule point when free."""
-    busy = False
-    waiting = trio.lowlevel.ParkingLot()
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._busy = False
+        self._waiting = trio.lowlevel.ParkingLot()
 
-    async def emit_one_at_a_time(event: AgentEvent) -> None:
-        nonlocal busy
-        while busy:
-            await waiting.park()
-        busy = True
+    async def emit(self, event: AgentEvent, mark: Callable[[], None] | None = None) -> None:
+        while self._busy:
+            await self._waiting.park()
+        self._busy = True
         try:
-            await emit(event)
+            if mark is not None:
+                mark()
+            await self._emit(event)
         finally:
-            busy = False
-            waiting.unpark()
-
-    return emit_one_at_a_time
+            self._busy = False
+            if self._waiting:
+                self._waiting.unpark()
 
 
 def _as_tool_result(value: Any) -> ToolResult:
@@ -108,23 +106,49 @@ def _as_tool_result(value: Any) -> ToolResult:
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
 
 
-@attrs.define
-class _Finalized:
-    tool_call: ToolCall
-    result: ToolResult
-    is_error: bool
+def _plain(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a batch's group stands for: the cancellation, else the first
+    ``BaseException`` a tool raised (KeyboardInterrupt, SystemExit ...)."""
+    cancelled = only_cancelled(group)
+    if cancelled is not None:
+        return cancelled
+    rest = group.split(trio.Cancelled)[1]
+    leaf: BaseException = rest if rest is not None else group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
 
 
-@attrs.define
-class _Prepared:
+@attrs.define(slots=True)
+class _Slot:
+    """One tool call and how far it got (each flag set before its event is sent)."""
+
     index: int
-    tool_call: ToolCall
-    tool: AgentTool
-    args: Any
+    call: ToolCall
+    started: bool = False
+    result: ToolResult | None = None
+    is_error: bool = False
+    ended: bool = False
+    written: bool = False
+    tool: AgentTool | None = None
+    args: Any = None
+
+    def mark_ended(self) -> None:
+        self.ended = True
 
 
 class ToolBatch:
-    """The tool calls of one assistant message and how far each has got."""
+    """The tool calls of one assistant message and how far each has got.
+
+    Args:
+        assistant: the message whose calls these are.
+        calls: its tool calls, in source order.
+        context: what the hooks are given.
+        tools: the tools by name.
+        emit: sends one event (the loop's; it applies the event to the run's state first).
+        announce: hands a tool-result message to the run, which sends its start and end.
+        sequential: run the calls one by one (also when any called tool asks for it).
+    """
 
     def __init__(
         self,
@@ -133,7 +157,7 @@ class ToolBatch:
         context: AgentContext,
         tools: Mapping[str, AgentTool],
         emit: Emit,
-        append_message: Callable[[ToolResultMessage], None],
+        announce: Announce,
         *,
         sequential: bool,
         before_tool_call: BeforeToolCall | None = None,
@@ -144,138 +168,143 @@ class ToolBatch:
         self._context = context
         self._tools = tools
         self._emit = emit
-        self._append_message = append_message
+        self._serializer: _OneAtATime | None = None
+        self._announce = announce
         self._before = before_tool_call
         self._after = after_tool_call
-        count = len(self.calls)
         self.sequential = sequential or any(
             (tool := tools.get(call.name)) is not None and tool.execution_mode == "sequential"
-            for call in self.calls
+            for call in calls
         )
-        self._started = [False] * count
-        self._ended = [False] * count
-        self._results: list[_Finalized | None] = [None] * count
+        self._slots = [_Slot(index, call) for index, call in enumerate(calls)]
         self.messages: list[ToolResultMessage] = []
 
     @property
     def terminate(self) -> bool:
         """True when every call's result asked to stop the run (pi's rule)."""
-        return bool(self._results) and all(
-            done is not None and done.result.terminate for done in self._results
+        return bool(self._slots) and all(
+            slot.result is not None and slot.result.terminate for slot in self._slots
         )
 
     async def run(self, refuse_with: str | None = None) -> None:
         """Run the batch to the end. ``refuse_with``: execute nothing, every call gets that
-        error text (for tool calls cut off at the output token limit)."""
+        error text (for tool calls cut off at the output token limit).
+
+        On cancellation the slots say how far each call got; see :meth:`close_out`.
+        """
         if self.sequential or refuse_with is not None:
-            for index, call in enumerate(self.calls):
-                outcome = await self._start_and_prepare(index, call, refuse_with)
-                if isinstance(outcome, _Prepared):
-                    await self._execute_and_end(outcome)
+            for slot in self._slots:
+                if await self._prepare(slot, refuse_with):
+                    await self._execute_and_end(slot)
                 else:
-                    await self._end(index, outcome)
+                    await self._end(slot)
                 await self._write_back()
             return
-        prepared: list[_Prepared] = []
-        for index, call in enumerate(self.calls):
-            outcome = await self._start_and_prepare(index, call, None)
-            if isinstance(outcome, _Prepared):
-                prepared.append(outcome)
+        prepared: list[_Slot] = []
+        for slot in self._slots:
+            if await self._prepare(slot, None):
+                prepared.append(slot)
             else:
-                await self._end(index, outcome)
+                await self._end(slot)
         if len(prepared) == 1:
             await self._execute_and_end(prepared[0])  # a nursery of one is just overhead
         elif prepared:
-            self._emit = _serialized(self._emit)  # one event at a time into the sink
+            self._serializer = _OneAtATime(self._emit)  # one event at a time into the sink
             try:
                 async with trio.open_nursery() as nursery:
-                    for item in prepared:
-                        nursery.start_soon(self._execute_and_end, item)
+                    for slot in prepared:
+                        nursery.start_soon(self._execute_and_end, slot)
             except BaseExceptionGroup as group:
-                # the tasks catch every Exception: what is left is a cancellation
-                cancelled = only_cancelled(group)
-                if cancelled is None:
-                    raise
-                raise cancelled from None
+                # the tasks catch every Exception: what is left is a cancellation, or a
+                # KeyboardInterrupt (SystemExit ...) from a tool, which must come out plain
+                raise _plain(group) from None
         await self._write_back()
 
-    def close_out(self, text: str = ABORTED_TOOL_TEXT) -> list[AgentEvent]:
-        """Give every call without a result an error result and write back what is missing.
+    def close_out(
+        self, text: str = ABORTED_TOOL_TEXT
+    ) -> tuple[list[AgentEvent], list[ToolResultMessage]]:
+        """Give every call without a result an error result (``text``).
 
-        Synchronous: the transcript is complete when this returns; the returned events (start
-        events never sent, end events, result messages) are for delivery afterwards.
+        Synchronous. Returns the tool events still to send (a start never sent, the ends) and
+        the result messages not yet handed to the run, in source order; the caller takes the
+        messages into its transcript.
         """
         events: list[AgentEvent] = []
-        for index, call in enumerate(self.calls):
-            if self._results[index] is None:
-                self._results[index] = _Finalized(call, error_result(text), True)
-                if not self._started[index]:
-                    self._started[index] = True
+        for slot in self._slots:
+            call = slot.call
+            if slot.result is None:
+                slot.result, slot.is_error = error_result(text), True
+                if not slot.started:
+                    slot.started = True
                     events.append(ToolExecutionStart(call.id, call.name, call.arguments))
-            if not self._ended[index]:
-                self._ended[index] = True
-                done = self._results[index]
-                assert done is not None
-                events.append(ToolExecutionEnd(call.id, call.name, done.result, done.is_error))
-        while len(self.messages) < len(self.calls):
-            message = self._next_message()
-            events.append(MessageStart(message))
-            events.append(MessageEnd(message))
-        return events
+            if not slot.ended:
+                slot.ended = True
+                events.append(ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error))
+        messages = [self._message(slot) for slot in self._slots if not slot.written]
+        return events, messages
 
     # --- phases ------------------------------------------------------------------------------
 
-    async def _start_and_prepare(
-        self, index: int, call: ToolCall, refuse_with: str | None
-    ) -> _Prepared | _Finalized:
-        self._started[index] = True
+    async def _prepare(self, slot: _Slot, refuse_with: str | None) -> bool:
+        """Start and prepare one call; True when it is ready to execute, else it has its
+        (error) result."""
+        call = slot.call
+        slot.started = True
         await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
         if refuse_with is not None:
-            return _Finalized(call, error_result(refuse_with), True)
+            slot.result, slot.is_error = error_result(refuse_with), True
+            return False
         tool = self._tools.get(call.name)
         if tool is None:
-            return _Finalized(call, error_result(f"Tool {call.name} not found"), True)
+            slot.result, slot.is_error = error_result(f"Tool {call.name} not found"), True
+            return False
         try:
             arguments = call.arguments
             if tool.prepare_arguments is not None:
                 arguments = tool.prepare_arguments(arguments)
             args = tool.validate(arguments)
             if self._before is not None:
-                decision = await _call_hook(
+                decision = await call_maybe_async(
                     self._before, BeforeToolCallContext(self.assistant, call, args, self._context)
                 )
                 if decision is not None and decision.block:
                     reason = decision.reason or "Tool execution was blocked"
-                    return _Finalized(call, error_result(reason), True)
+                    slot.result, slot.is_error = error_result(reason), True
+                    return False
         except Exception as exc:
-            return _Finalized(call, error_result(exception_text(exc)), True)
-        return _Prepared(index, call, tool, args)
+            slot.result, slot.is_error = error_result(exception_text(exc)), True
+            return False
+        slot.tool, slot.args = tool, args
+        return True
 
-    async def _execute_and_end(self, prepared: _Prepared) -> None:
-        call = prepared.tool_call
-        emit = self._emit
+    async def _execute_and_end(self, slot: _Slot) -> None:
+        call = slot.call
+        emit = self._emit if self._serializer is None else self._serializer.emit
+        tool = slot.tool
+        assert tool is not None
 
         async def on_update(partial: ToolResult) -> None:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         try:
-            result = _as_tool_result(await prepared.tool.run(call.id, prepared.args, on_update))
+            result = _as_tool_result(await tool.run(call.id, slot.args, on_update))
             is_error = False
         except Exception as exc:
             result, is_error = error_result(exception_text(exc)), True
         if self._after is not None:
-            result, is_error = await self._after_tool_call(prepared, result, is_error)
-        await self._end(prepared.index, _Finalized(call, result, is_error))
+            result, is_error = await self._after_tool_call(slot, result, is_error)
+        slot.result, slot.is_error = result, is_error
+        await self._end(slot)
 
     async def _after_tool_call(
-        self, prepared: _Prepared, result: ToolResult, is_error: bool
+        self, slot: _Slot, result: ToolResult, is_error: bool
     ) -> tuple[ToolResult, bool]:
         assert self._after is not None
         context = AfterToolCallContext(
-            self.assistant, prepared.tool_call, prepared.args, result, is_error, self._context
+            self.assistant, slot.call, slot.args, result, is_error, self._context
         )
         try:
-            override = await _call_hook(self._after, context)
+            override = await call_maybe_async(self._after, context)
         except Exception as exc:
             return error_result(exception_text(exc)), True
         if override is None:
@@ -287,31 +316,36 @@ class ToolBatch:
         )
         return merged, is_error if override.is_error is None else override.is_error
 
-    async def _end(self, index: int, done: _Finalized) -> None:
-        self._results[index] = done
-        self._ended[index] = True
-        call = done.tool_call
-        await self._emit(ToolExecutionEnd(call.id, call.name, done.result, done.is_error))
+    async def _end(self, slot: _Slot) -> None:
+        call = slot.call
+        assert slot.result is not None
+        event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
+        serializer = self._serializer
+        if serializer is None:
+            slot.ended = True
+            await self._emit(event)
+        else:
+            await serializer.emit(event, slot.mark_ended)
 
     async def _write_back(self) -> None:
-        while (
-            len(self.messages) < len(self.calls) and self._results[len(self.messages)] is not None
-        ):
-            message = self._next_message()
-            await self._emit(MessageStart(message))
-            await self._emit(MessageEnd(message))
+        slots = self._slots
+        while len(self.messages) < len(slots):
+            slot = slots[len(self.messages)]
+            if slot.result is None:
+                return
+            await self._announce(self._message(slot))
 
-    def _next_message(self) -> ToolResultMessage:
-        done = self._results[len(self.messages)]
-        assert done is not None
+    def _message(self, slot: _Slot) -> ToolResultMessage:
+        """The slot's result message, recorded as written (before anyone announces it)."""
+        assert slot.result is not None
+        slot.written = True
         message = ToolResultMessage(
-            tool_call_id=done.tool_call.id,
-            tool_name=done.tool_call.name,
-            content=done.result.content,
-            details=done.result.details,
-            is_error=done.is_error,
+            tool_call_id=slot.call.id,
+            tool_name=slot.call.name,
+            content=slot.result.content,
+            details=slot.result.details,
+            is_error=slot.is_error,
             timestamp=now_ms(),
         )
         self.messages.append(message)
-        self._append_message(message)
         return message

@@ -1,0 +1,208 @@
+"""``Delivery``: the agent's event sink. Apply, then record, then deliver; every subscriber
+sees every event once, in order, whatever fails or is cancelled.
+
+For each event of a run the loop calls :meth:`Delivery.apply` (synchronous: the agent's state,
+then the recorder), then awaits :meth:`Delivery.send`:
+
+1. the recorder's ``flush()`` when ``record`` asked for it (the event is durable before anyone
+   sees it);
+2. every ``events()`` channel (synchronous ``send_nowait``; under ``on_overflow="block"`` a full
+   channel makes the run wait);
+3. every listener, awaited in subscription order, by direct calls (no channel hop).
+
+Failures are isolated per subscriber. A listener that raises does not keep the event from the
+listeners after it; once the event has reached everyone, the first exception is raised to the
+loop, which ends the run with stop_reason "error" (pi's rule) and still delivers the closing
+events to every listener, the failing one included (its further exceptions are logged). A
+cancellation that interrupts a listener's await leaves a note of who has not had the event yet;
+when the loop sends that same event again in its close-out, delivery resumes with them, so
+nobody misses it and nobody gets it twice (the interrupted listener counts as having had it).
+A recorder whose ``flush()`` fails ends the run the same way; the event is then delivered with
+the next send (later flush failures in that run are logged, not raised).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias
+
+from ..events import AgentEvent
+from ._recorder import Recorder
+from ._state import AgentState
+from ._subscriptions import Subscription
+
+__all__ = ["Delivery", "Listener"]
+
+Listener: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+
+logger = logging.getLogger("pi_trio.agent")
+
+
+class Delivery:
+    """What an ``Agent`` sends its runs' events to (an ``EventSink`` with ``apply``)."""
+
+    __slots__ = (
+        "_careful",
+        "_flush_due",
+        "_flush_failed",
+        "_resume",
+        "_undelivered",
+        "listeners",
+        "recorder",
+        "state",
+        "subscriptions",
+    )
+
+    def __init__(self, state: AgentState) -> None:
+        self.state = state
+        self.recorder: Recorder | None = None
+        self.listeners: tuple[Listener, ...] = ()
+        self.subscriptions: list[Subscription] = []
+        self._careful = False  # any of the three below is set: take the careful path
+        self._flush_due = False
+        self._flush_failed = False
+        # (event, channels still to feed, the listeners it goes to, index of the next one)
+        self._resume: (
+            tuple[AgentEvent, tuple[Subscription, ...], tuple[Listener, ...], int] | None
+        ) = None
+        self._undelivered: AgentEvent | None = None
+
+    def begin_run(self) -> None:
+        self._careful = self._flush_due = self._flush_failed = False
+        self._resume = self._undelivered = None
+
+    @property
+    def apply(self) -> Callable[[AgentEvent], None]:
+        """State first: the step the loop calls before each send (read once per run).
+
+        Without a recorder it is the state's own reducer (no extra call per event); with one,
+        the reducer and then ``recorder.record``. A recorder set during a run takes effect at
+        the next run.
+        """
+        if self.recorder is None:
+            return self.state.apply_event
+        return self._apply_and_record
+
+    def _apply_and_record(self, event: AgentEvent) -> None:
+        self.state.apply_event(event)
+        recorder = self.recorder
+        if recorder is not None and recorder.record(event):
+            self._flush_due = self._careful = True
+
+    async def send(self, event: AgentEvent) -> None:
+        """Deliver ``event`` (already applied) to the channels, then the listeners.
+
+        Raises the first exception a listener raised (after every listener had the event), or
+        the recorder's flush failure (the event is then delivered with the next send).
+        Cancellation interrupts the listener being awaited; sending the same event again
+        resumes with the listeners after it.
+        """
+        if self._careful:
+            return await self._send_carefully(event)
+        if self.subscriptions:
+            await self._feed(event, tuple(self.subscriptions), self.listeners)
+        # the hot path (one call per event, deltas included): _to_listeners, inlined
+        listeners = self.listeners
+        failure: Exception | None = None
+        index = 0
+        for listener in listeners:
+            index += 1  # noqa: SIM113 (cheaper than enumerate on the per-event path)
+            try:
+                pending = listener(event)
+                if pending is not None:
+                    await pending
+            except Exception as exc:
+                logger.error("listener %r raised on %s", listener, event.type, exc_info=exc)
+                if failure is None:
+                    failure = exc
+            except BaseException:
+                self._resume = (event, (), listeners, index)
+                self._careful = True
+                raise
+        if failure is not None:
+            raise failure
+
+    async def _send_carefully(self, event: AgentEvent) -> None:
+        self._careful = False
+        resume, self._resume = self._resume, None  # a stale note (another event) is dropped
+        if resume is not None and resume[0] is event:
+            _, subscriptions, listeners, index = resume
+            await self._feed(event, subscriptions, listeners)
+            await self._to_listeners(event, listeners, index)
+            return
+        undelivered = self._undelivered
+        if undelivered is not None:
+            self._undelivered = None
+            await self._deliver(undelivered)
+        if self._flush_due:
+            self._flush_due = False
+            await self._flush(event)
+        await self._deliver(event)
+
+    async def _flush(self, event: AgentEvent) -> None:
+        recorder = self.recorder
+        assert recorder is not None
+        try:
+            await recorder.flush()
+        except Exception:
+            if self._flush_failed:
+                logger.exception("recorder flush failed again; delivering %s", event.type)
+                return
+            self._flush_failed = True
+            self._undelivered = event
+            self._careful = True
+            logger.exception("recorder flush failed before %s; ending the run", event.type)
+            raise
+
+    async def _deliver(self, event: AgentEvent) -> None:
+        listeners = self.listeners
+        if self.subscriptions:
+            await self._feed(event, tuple(self.subscriptions), listeners)
+        await self._to_listeners(event, listeners, 0)
+
+    async def _feed(
+        self,
+        event: AgentEvent,
+        subscriptions: tuple[Subscription, ...],
+        listeners: tuple[Listener, ...],
+    ) -> None:
+        for position, subscription in enumerate(subscriptions):
+            if subscription.blocks and subscription.full():
+                try:
+                    await subscription.wait_for_room()
+                except BaseException:
+                    self._resume = (event, subscriptions[position:], listeners, 0)
+                    self._careful = True
+                    raise
+            if not subscription.offer(event):
+                if subscription.overflowed:
+                    logger.warning(
+                        "an events() reader fell %s events behind; dropped it",
+                        subscription.max_backlog,
+                    )
+                if subscription in self.subscriptions:
+                    self.subscriptions.remove(subscription)
+
+    async def _to_listeners(
+        self, event: AgentEvent, listeners: tuple[Listener, ...], index: int
+    ) -> None:
+        failure: Exception | None = None
+        count = len(listeners)
+        while index < count:
+            listener = listeners[index]
+            index += 1
+            try:
+                pending = listener(event)
+                if pending is not None:
+                    await pending
+            except Exception as exc:
+                logger.error("listener %r raised on %s", listener, event.type, exc_info=exc)
+                if failure is None:
+                    failure = exc
+            except BaseException:
+                self._resume = (event, (), listeners, index)
+                self._careful = True
+                raise
+        if failure is not None:
+            raise failure

@@ -1,0 +1,137 @@
+"""Closing a run that was aborted or failed: complete the state, then deliver.
+
+Two steps, in this order (the pattern for anything that must survive cancellation):
+
+1. :func:`closing_events` completes the transcript to pi's aborted shape *synchronously*,
+   from the run's :class:`Phase`: each closing event is applied to the run's state and the
+   sink's before the next is built, so when it returns the transcript is complete and valid
+   whether or not anything is delivered.
+2. :func:`close_run` delivers them in one shielded scope bounded by ``config.close_timeout``:
+   first the event whose send the cancellation interrupted (a sink must deliver it to whoever
+   missed it, and to nobody twice), then the closing events. A sink that raises still gets
+   the rest; when the grace period expires the remaining events are not delivered.
+
+The shapes (pi 0.73.1's): mid-stream, the partial message ends with stop_reason "aborted" (or
+"error"), then ``turn_end`` and ``agent_end``. Mid-batch, every call without a result gets one
+("Tool execution was aborted"), the result messages go out in source order, ``turn_end``; then
+a new turn with an empty "aborted" assistant message. A run that had answered and was ending
+anyway just ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+import trio
+
+from .._callbacks import exception_text
+from ..events import AgentEnd, AgentEvent, TurnEnd, TurnStart
+from ..messages import AssistantMessage
+from ..providers import ABORTED_MESSAGE
+from ._phase import Phase
+
+if TYPE_CHECKING:
+    from ._run import _Run
+
+__all__ = ["close_run", "closing_events"]
+
+logger = logging.getLogger("pi_trio.loop")
+
+
+def closing_events(run: _Run) -> list[AgentEvent]:
+    """Complete ``run``'s state to pi's aborted shape; return the events to deliver.
+
+    Every returned event has been applied already (``run.apply``).
+    """
+    failure = run.failure
+    reason: Literal["error", "aborted"] = "aborted" if failure is None else "error"
+    text = ABORTED_MESSAGE if failure is None else exception_text(failure)
+    transcript = run.transcript
+    events: list[AgentEvent] = []
+
+    def add(*new: AgentEvent) -> None:
+        for event in new:
+            run.apply(event)
+            events.append(event)
+
+    def bare_turn() -> None:
+        message = run.bare_message(reason, text)
+        transcript.take((message,))
+        add(*transcript.finish())
+        add(TurnEnd(message, []))
+
+    match run.phase:
+        case Phase.ENDED:
+            if failure is not None:
+                _record_late_failure(run, reason, text)
+            return events
+        case Phase.ANSWERED if failure is None:
+            reply = run.reply
+            assert reply is not None
+            add(*transcript.finish())  # the reply's own end, when it was not applied yet
+            add(TurnEnd(reply, []))
+        case Phase.BETWEEN_TURNS if failure is None and run.reply and not transcript.taken:
+            pass  # the model had answered and asked for nothing: the run was ending anyway
+        case Phase.STREAMING:
+            partial = transcript.open
+            assert isinstance(partial, AssistantMessage)
+            partial.stop_reason = reason
+            partial.error_message = text
+            add(*transcript.finish())
+            add(TurnEnd(partial, []))
+        case Phase.RUNNING_TOOLS:
+            batch = run.batch
+            assert batch is not None
+            run.batch = None
+            add(*transcript.finish())  # the assistant's end, or an open result's
+            tool_events, results = batch.close_out()
+            add(*tool_events)
+            transcript.take(results)
+            add(*transcript.finish())
+            add(TurnEnd(batch.assistant, batch.messages))
+            add(TurnStart())
+            bare_turn()
+        case Phase.STARTING | Phase.ANSWERED:
+            add(*transcript.finish())
+            bare_turn()
+        case Phase.BETWEEN_TURNS:
+            add(TurnStart())
+            add(*transcript.finish())  # queued messages already taken from their queue
+            bare_turn()
+    run.phase = Phase.ENDED
+    add(AgentEnd(transcript.new_messages))
+    return events
+
+
+def _record_late_failure(run: _Run, reason: Literal["error", "aborted"], text: str) -> None:
+    """A sink failed on ``agent_end``: record it as pi does (an error assistant message at the
+    end of the transcript), though ``agent_end`` has been delivered and nothing more is."""
+    message = run.bare_message(reason, text)
+    run.transcript.messages.append(message)
+    logger.error(
+        "the event sink failed on agent_end; recorded as an error message",
+        exc_info=run.failure,
+    )
+
+
+async def close_run(run: _Run) -> None:
+    """Complete the transcript, then deliver the closing events within the grace period.
+
+    Shielded: cancellation does not interrupt it; it returns after at most
+    ``config.close_timeout`` seconds of delivery.
+    """
+    events = closing_events(run)
+    interrupted, run.interrupted = run.interrupted, None
+    if interrupted is not None:
+        events.insert(0, interrupted)
+    if not events:
+        return
+    send = run.send
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + run.config.close_timeout
+        for event in events:
+            try:
+                await send(event)
+            except Exception:
+                continue  # a failing sink may still deliver the rest (to other listeners)

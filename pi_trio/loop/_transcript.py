@@ -1,0 +1,127 @@
+"""``Transcript``: one run's messages and where each one is in its life.
+
+Every message the run adds goes through three steps: *taken* (the run decided it belongs in the
+transcript: a prompt, a queued message it drained, a finished response, a tool result), then
+*started* (``message_start`` applied), then *ended* (``message_end`` applied: it is appended to
+``messages``, the live list the caller passed in, and to ``new_messages``). The loop applies
+each event here before it sends it, so at any moment the transcript says exactly which messages
+still need a ``message_start`` or a ``message_end``: :meth:`Transcript.finish` produces those
+events when a run is closed early, and after it the transcript is complete.
+
+``messages`` grows at ``message_end`` (pi's ``state.messages``); what a request sends is always
+the ended messages (every message is ended before the model is called).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import TypeVar, overload
+
+from ..events import AgentEvent, MessageEnd, MessageStart
+from ..messages import AgentMessage, AssistantMessage, Message, ToolResultMessage, UserMessage
+
+__all__ = ["Transcript", "TranscriptView", "default_convert_to_llm"]
+
+T = TypeVar("T")
+
+_LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+
+
+def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
+    """pi's default: user, assistant and tool-result messages pass; custom messages do not."""
+    return [m for m in messages if isinstance(m, _LLM_TYPES)]
+
+
+class TranscriptView(Sequence[T]):
+    """A read-only view of the first ``length`` items of an append-only list: an O(1) snapshot
+    of the transcript for one request."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[T], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("transcript index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return itertools.islice(self._items, self._length)
+
+    def __repr__(self) -> str:
+        return f"TranscriptView({self._items[: self._length]!r})"
+
+
+class Transcript:
+    """The messages of one run: ended, open (started, not ended) and taken (not started).
+
+    Args:
+        messages: the live transcript; ended messages are appended to it.
+        incremental_llm: keep the default ``convert_to_llm`` view up to date message by
+            message, so a request costs the same on a long transcript as on a short one.
+    """
+
+    __slots__ = ("_llm", "messages", "new_messages", "open", "taken")
+
+    def __init__(self, messages: list[AgentMessage], *, incremental_llm: bool) -> None:
+        self.messages = messages
+        self.new_messages: list[AgentMessage] = []
+        self.open: AgentMessage | None = None
+        self.taken: collections.deque[AgentMessage] = collections.deque()
+        self._llm: list[Message] | None = (
+            default_convert_to_llm(messages) if incremental_llm else None
+        )
+
+    def take(self, messages: Sequence[AgentMessage]) -> bool:
+        """Add messages that will be announced next; True when there were any."""
+        self.taken.extend(messages)
+        return bool(messages)
+
+    def apply(self, event: AgentEvent) -> None:
+        """Advance the message an event is about (``message_start`` / ``message_end``)."""
+        cls = type(event)
+        if cls is MessageEnd:
+            self.open = None
+            self._end(event.message)  # type: ignore[union-attr]
+        elif cls is MessageStart:
+            message = event.message  # type: ignore[union-attr]
+            taken = self.taken
+            if taken and taken[0] is message:
+                taken.popleft()
+            self.open = message
+
+    def _end(self, message: AgentMessage) -> None:
+        self.messages.append(message)
+        self.new_messages.append(message)
+        if self._llm is not None and isinstance(message, _LLM_TYPES):
+            self._llm.append(message)
+
+    def llm_view(self) -> Sequence[Message] | None:
+        """The model's view of the ended messages, when it is kept incrementally."""
+        llm = self._llm
+        return None if llm is None else TranscriptView(llm, len(llm))
+
+    def finish(self) -> list[AgentEvent]:
+        """The events that end the open message and announce every taken one, in order
+        (not yet applied)."""
+        events: list[AgentEvent] = []
+        if self.open is not None:
+            events.append(MessageEnd(self.open))
+        for message in self.taken:
+            events += [MessageStart(message), MessageEnd(message)]
+        return events

@@ -1,0 +1,289 @@
+"""Every subscriber sees a well-formed run, whatever fails or is aborted (issue 12).
+
+Each listener and each ``events()`` channel must get every event of a run once, in order, with
+every start paired with its end and exactly one ``agent_end``, last, whose messages are the
+run's; a listener's failure is isolated from the others; a cancellation that interrupts a
+delivery is made good in the close-out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+from .grammar import assert_event_grammar
+from .transcript import assert_transcript_valid
+
+SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
+
+
+async def _sleep(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    await trio.sleep(params["s"])
+    return pt.ToolResult([pt.TextContent("woke")])
+
+
+SLEEP = pt.AgentTool("sleep", "Sleep", "sleeps", SLEEP_SCHEMA, _sleep)
+
+
+def _sleeps(*seconds: float) -> pt.AssistantMessage:
+    return faux.assistant_message(
+        [faux.tool_call("sleep", {"s": s}, id=f"call_{i}") for i, s in enumerate(seconds, 1)]
+    )
+
+
+def _agent(script: list[Any], token_delay: float = 0.0, **kw: Any) -> pt.Agent:
+    scripted = faux.FauxModel(script, token_delay=token_delay)
+    return pt.Agent(pt.AgentState(model=scripted.model, tools=[SLEEP]), stream_fn=scripted, **kw)
+
+
+def _assert_well_formed(events: list[pt.AgentEvent], agent: pt.Agent) -> None:
+    assert_event_grammar(events)
+    assert len(events) == len({id(e) for e in events}), "an event was delivered twice"
+    end = events[-1]
+    assert isinstance(end, pt.AgentEnd)
+    # agent_end carries the run's messages, which are the tail of the transcript
+    assert list(agent.state.messages[-len(end.messages) :]) == list(end.messages)
+
+
+class _Raising:
+    """A listener that records each event, then raises on the ones it is told to."""
+
+    def __init__(self, when: Any) -> None:
+        self.events: list[pt.AgentEvent] = []
+        self.when = when
+
+    def __call__(self, event: pt.AgentEvent) -> None:
+        self.events.append(event)
+        if self.when(event):
+            raise RuntimeError(f"listener broke on {event.type}")
+
+
+async def test_a_listener_raising_at_message_start_does_not_starve_the_next_one() -> None:
+    agent = _agent([faux.assistant_message("hello there")])
+    first = _Raising(
+        lambda e: isinstance(e, pt.MessageStart) and isinstance(e.message, pt.AssistantMessage)
+    )
+    second: list[pt.AgentEvent] = []
+    agent.subscribe(first)
+    agent.subscribe(second.append)
+    await agent.prompt("hi")
+    _assert_well_formed(second, agent)
+    _assert_well_formed(first.events, agent)
+    # pi's rule holds: the listener's failure ends the run with its text
+    assert agent.state.error_message == "listener broke on message_start"
+    assert_transcript_valid(agent.state.messages)
+
+
+async def test_a_listener_that_always_raises_leaves_the_others_a_complete_run() -> None:
+    agent = _agent([_sleeps(1, 1), faux.assistant_message("done")])
+    broken = _Raising(lambda e: True)
+    seen: list[pt.AgentEvent] = []
+    agent.subscribe(broken)
+    agent.subscribe(seen.append)
+    async with agent.events() as rx:
+        await agent.prompt("hi")
+        channel = [rx.receive_nowait() for _ in range(rx.statistics().current_buffer_used)]
+    for events in (seen, broken.events, channel):
+        _assert_well_formed(events, agent)
+    assert agent.state.error_message == "listener broke on agent_start"
+
+
+async def test_a_listener_raising_on_agent_end_is_recorded_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = _agent([faux.assistant_message("hello")])
+    broken = _Raising(lambda e: isinstance(e, pt.AgentEnd))
+    other: list[pt.AgentEvent] = []
+    agent.subscribe(broken)
+    agent.subscribe(other.append)
+    with caplog.at_level(logging.ERROR, logger="pi_trio"):
+        await agent.prompt("hi")
+    # pi records the failure as an error assistant message and reports it in error_message
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
+    assert last.error_message == agent.state.error_message == "listener broke on agent_end"
+    assert any("agent_end" in r.getMessage() and r.exc_info for r in caplog.records)
+    # Deliberate difference from pi: pi delivers agent_end a second time (with the failure
+    # message); here every subscriber gets exactly one agent_end, the one already delivered.
+    assert [type(e) for e in other].count(pt.AgentEnd) == 1
+    assert_event_grammar(other)
+    assert_transcript_valid(agent.state.messages)
+
+
+@pytest.mark.parametrize("abort_at", [0.05, 0.15, 0.25, 1.05, 1.15, 2.05, 3.05, 3.15])
+async def test_abort_during_a_slow_listener_leaves_every_subscriber_well_formed(
+    autojump_clock: trio.testing.MockClock, abort_at: float
+) -> None:
+    """A listener that takes 0.1 s per event; the abort lands inside one of its awaits."""
+    agent = _agent([_sleeps(1, 1), faux.assistant_message("all done now")], token_delay=0.01)
+    slow: list[pt.AgentEvent] = []
+    after: list[pt.AgentEvent] = []
+
+    async def slow_listener(event: pt.AgentEvent) -> None:
+        slow.append(event)
+        await trio.sleep(0.1)
+
+    agent.subscribe(slow_listener)
+    agent.subscribe(after.append)
+    async with agent.events() as rx, trio.open_nursery() as nursery:
+        await nursery.start(agent.prompt, "hi")
+        await trio.sleep(abort_at)
+        agent.abort()
+        await agent.wait_for_idle()
+        channel = [rx.receive_nowait() for _ in range(rx.statistics().current_buffer_used)]
+    for events in (slow, after, channel):
+        _assert_well_formed(events, agent)
+    # the subscribers saw the same run
+    assert [type(e) for e in after] == [type(e) for e in channel] == [type(e) for e in slow]
+    assert_transcript_valid(agent.state.messages, aborted=True)
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "aborted"
+
+
+@pytest.mark.parametrize("deadline", [0.05, 0.35, 1.25, 2.5])
+async def test_a_deadline_during_a_slow_listener_closes_the_run_the_same_way(
+    autojump_clock: trio.testing.MockClock, deadline: float
+) -> None:
+    agent = _agent([_sleeps(1, 1), faux.assistant_message("all done now")], token_delay=0.01)
+    slow: list[pt.AgentEvent] = []
+    after: list[pt.AgentEvent] = []
+
+    async def slow_listener(event: pt.AgentEvent) -> None:
+        slow.append(event)
+        await trio.sleep(0.1)
+
+    agent.subscribe(slow_listener)
+    agent.subscribe(after.append)
+    with trio.move_on_after(deadline) as scope:
+        await agent.prompt("hi")
+    assert scope.cancelled_caught
+    for events in (slow, after):
+        _assert_well_formed(events, agent)
+    assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+def _interrupting(tool_body: Any) -> pt.AgentTool:
+    async def run(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        return await tool_body(params)
+
+    return pt.AgentTool("boom", "Boom", "raises", SLEEP_SCHEMA, run)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+async def test_keyboard_interrupt_in_a_tool_comes_out_plain(parallel: bool) -> None:
+    async def body(params: Any) -> pt.ToolResult:
+        await trio.sleep(params["s"])
+        raise KeyboardInterrupt
+
+    boom = _interrupting(body)
+    calls = [faux.tool_call("boom", {"s": 0.0}, id="b1"), faux.tool_call("sleep", {"s": 5}, id="s")]
+    script = [faux.assistant_message(calls), faux.assistant_message("never")]
+    scripted = faux.FauxModel(script)
+    agent = pt.Agent(
+        pt.AgentState(model=scripted.model, tools=[SLEEP, boom]),
+        stream_fn=scripted,
+        tool_execution="parallel" if parallel else "sequential",
+    )
+    seen: list[pt.AgentEvent] = []
+    agent.subscribe(seen.append)
+    with pytest.raises(KeyboardInterrupt) as info:
+        await agent.prompt("hi")
+    assert type(info.value) is KeyboardInterrupt  # not an exception group
+    assert_transcript_valid(agent.state.messages, aborted=True)
+    _assert_well_formed(seen, agent)
+    assert agent.state.is_streaming is False
+
+
+async def test_keyboard_interrupt_from_a_sync_tool_in_a_thread_comes_out_plain() -> None:
+    def blocking(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        raise KeyboardInterrupt
+
+    tool = pt.AgentTool("block", "Block", "blocks", SLEEP_SCHEMA, blocking)
+    calls = [faux.tool_call("block", {"s": 0}, id="k"), faux.tool_call("sleep", {"s": 5}, id="s")]
+    scripted = faux.FauxModel([faux.assistant_message(calls)])
+    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[SLEEP, tool]), stream_fn=scripted)
+    with pytest.raises(KeyboardInterrupt) as info:
+        await agent.prompt("hi")
+    assert type(info.value) is KeyboardInterrupt
+    assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+async def test_a_stalled_events_reader_is_dropped_at_its_backlog() -> None:
+    """max_buffer_size=4 and a reader that never reads: the backlog stays bounded, then the
+    reader learns it was dropped (after reading what was queued)."""
+    agent = _agent([faux.assistant_message("one two three") for _ in range(200)])
+    async with agent.events(max_buffer_size=4, max_backlog=64) as rx:
+        for _ in range(200):
+            await agent.prompt("hi")
+        assert rx.statistics().current_buffer_used <= 64
+        got = 0
+        with pytest.raises(pt.EventsOverflowError, match="64 events behind"):
+            while True:
+                rx.receive_nowait()
+                got += 1
+        assert got <= 64
+    # the agent no longer feeds it: more runs leave nothing behind
+    await agent.prompt("again")
+
+
+async def test_a_blocking_events_reader_holds_the_run_and_loses_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    agent = _agent([faux.assistant_message("one two three four five six")])
+    got: list[pt.AgentEvent] = []
+    blocking = agent.events(max_buffer_size=2, on_overflow="block")
+    async with blocking as rx, trio.open_nursery() as nursery:
+        nursery.start_soon(agent.prompt, "hi")
+        await trio.testing.wait_all_tasks_blocked()
+        assert agent.state.is_streaming  # waiting for the reader
+        assert rx.statistics().current_buffer_used == 2
+        async for event in rx:
+            got.append(event)
+            await trio.sleep(0.01)
+            if isinstance(event, pt.AgentEnd):
+                break
+    _assert_well_formed(got, agent)
+    assert rx.dropped == 0
+    assert sum(isinstance(e, pt.MessageUpdate) for e in got) > 2
+
+
+async def test_abort_reaches_a_run_blocked_on_its_reader(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    agent = _agent([faux.assistant_message("one two three four five six")])
+    blocking = agent.events(max_buffer_size=2, on_overflow="block")
+    async with blocking as rx, trio.open_nursery() as nursery:
+        nursery.start_soon(agent.prompt, "hi")
+        await trio.testing.wait_all_tasks_blocked()
+        agent.abort()
+        # the close-out may wait for the reader too, within its grace period: read
+        events = [event async for event in _until_end(rx)]
+    _assert_well_formed(events, agent)
+    assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+async def _until_end(rx: Any) -> Any:
+    async for event in rx:
+        yield event
+        if isinstance(event, pt.AgentEnd):
+            return
+
+
+def test_events_bounds_are_checked() -> None:
+    agent = pt.Agent()
+    with pytest.raises(ValueError, match="max_backlog"):
+        trio.run(_enter, agent.events(8, max_backlog=4))
+    with pytest.raises(ValueError, match="on_overflow"):
+        trio.run(_enter, agent.events(8, on_overflow="drop"))  # type: ignore[arg-type]
+
+
+async def _enter(manager: Any) -> None:
+    async with manager:
+        pass
