@@ -285,3 +285,79 @@ async def test_model_headers_are_never_stored(tmp_path: Path) -> None:
             assert a.state.model is secret  # the caller's object, headers and all
     assert b"sk-secret" not in path.read_bytes()
     assert all("sk-secret" not in str(data) for _, _, data, _ in rows(path))
+
+
+def _dead_holder(path: Path) -> None:
+    """A snapshot's holder is this (live) process: make it a dead one, as after a SIGKILL."""
+    db = sqlite3.connect(path)
+    db.execute("UPDATE pi_trio_sessions SET holder_pid = 999999999")
+    db.commit()
+    db.close()
+
+
+async def test_a_result_logged_before_the_batch_ended_is_kept(tmp_path: Path) -> None:
+    """pi#7053: the fast tool's result survives a crash while the slow one still runs."""
+    path, crashed = tmp_path / "a.db", tmp_path / "crashed.db"
+    fast_done = trio.Event()
+
+    async def fast(call_id: str, params: Any, on_update: Any) -> str:
+        return "fast result"
+
+    async def slow(call_id: str, params: Any, on_update: Any) -> str:
+        await fast_done.wait()
+        snapshot(path, crashed)  # the fast result is committed, the batch is not over
+        return "slow result"
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.ToolExecutionEnd) and event.tool_call_id == "c0":
+            fast_done.set()
+
+    tools = [make_tool("fast", fast), make_tool("slow", slow)]
+    scripted = faux.FauxModel([calls("fast", "slow"), faux.assistant_message("ok")])
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent("s", initial_state=_state(scripted, *tools), stream_fn=scripted) as a,
+    ):
+        a.subscribe(listener)
+        await a.prompt("go")
+    _dead_holder(crashed)
+    async with (
+        pt.open_session_store(crashed) as store,
+        store.open_agent("s", initial_state=pt.AgentState(tools=tools)) as a,
+    ):
+        c0, c1, closing = a.state.messages[-3:]
+    assert isinstance(c0, pt.ToolResultMessage) and c0.content == [pt.TextContent("fast result")]
+    assert not c0.is_error and c0.details is None
+    assert isinstance(c1, pt.ToolResultMessage) and c1.details == {"interrupted": "outcome_unknown"}
+    assert isinstance(closing, pt.AssistantMessage) and closing.stop_reason == "aborted"
+
+
+@pytest.mark.parametrize("with_hook", [False, True])
+async def test_intents_ride_in_their_message_s_commit_unless_a_hook_runs_first(
+    tmp_path: Path, with_hook: bool
+) -> None:
+    path = tmp_path / "a.db"
+    at_message_end: list[set[str]] = []
+    hooked: list[str] = []
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.AssistantMessage):
+            at_message_end.append(
+                {d["toolCallId"] for _, k, d, _ in rows(path) if k == "tool_intent"}
+            )
+
+    def before(context: pt.BeforeToolCallContext) -> None:
+        hooked.append(context.tool_call.id)
+
+    scripted = faux.FauxModel([calls("anoop", "anoop"), faux.assistant_message("done")])
+    options: dict[str, Any] = {"before_tool_call": before} if with_hook else {}
+    state = _state(scripted, make_tool("anoop", _anoop))
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent("s", initial_state=state, stream_fn=scripted, **options) as agent,
+    ):
+        agent.subscribe(listener)
+        await agent.prompt("go")
+    assert at_message_end[0] == (set() if with_hook else {"c0", "c1"})
+    assert hooked == (["c0", "c1"] if with_hook else [])
+    assert kinds(path).count("tool_intent") == 2  # logged once either way

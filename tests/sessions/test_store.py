@@ -169,19 +169,28 @@ async def test_a_message_entry_that_is_not_pi_json_is_refused(tmp_path: Path) ->
 
 
 async def test_a_duplicate_seq_fails_alone_and_writes_nothing(tmp_path: Path) -> None:
-    async with pt.open_session_store(tmp_path / "a.db") as store:
+    path = tmp_path / "a.db"
+    async with pt.open_session_store(path) as store:
         backend = store.backend
-        one = await backend.acquire("one", new_holder("a"))
-        two = await backend.acquire("two", new_holder("b"))
+        leases = [await backend.acquire(name, new_holder(name)) for name in ("one", "two", "x")]
+        one, two, other = leases
         assert not isinstance(one, str) and not isinstance(two, str)
+        assert not isinstance(other, str)
         await backend.append(one, [(1, "run_start", "{}", 1, 1)])
+        blocker = sqlite3.connect(path)
+        blocker.execute("BEGIN IMMEDIATE")  # the store's thread waits on this lock...
 
         async def dup() -> None:
             with pytest.raises(sqlite3.IntegrityError):
                 await backend.append(one, [(2, "run_end", "{}", 2, 1), (1, "run_end", "{}", 2, 1)])
 
-        async with trio.open_nursery() as nursery:  # both in one group commit, most likely
-            nursery.start_soon(dup)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(backend.append, other, [(1, "run_start", "{}", 3, 1)])
+            await trio.sleep(0.1)
+            nursery.start_soon(dup)  # ...while these two queue up: one group commit
             nursery.start_soon(backend.append, two, [(1, "run_start", "{}", 3, 1)])
+            await trio.sleep(0.1)
+            blocker.rollback()
+            blocker.close()
         assert [(e.seq, e.kind) for e in await store.load("one")] == [(1, "run_start")]
         assert [(e.seq, e.kind) for e in await store.load("two")] == [(1, "run_start")]
