@@ -16,7 +16,7 @@ import trio
 
 from .._version import __version__
 from ._models import SCRIPTED, CliError, resolve_model
-from ._sessions import add_sessions_parser
+from ._sessions import add_session_options, add_sessions_parser
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -71,9 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="an interactive chat with example tools")
     model_options(chat, SCRIPTED, 0.03)
     chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
+    add_session_options(chat)
 
     rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
     model_options(rpc, SCRIPTED, 0.02)
+    add_session_options(rpc)
 
     serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
     model_options(serve, SCRIPTED, 0.02)
@@ -130,10 +132,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
     )
     if args.command == "chat":
+        if args.session:
+            from ._sessions import run_durable
+
+            return run_durable(args, make_agent, _chat)
         return trio.run(_chat, make_agent)
     if args.command == "rpc":
         from ._rpc import run_stdio
 
+        if args.session:
+            from ._sessions import run_durable
+
+            return run_durable(args, make_agent, run_stdio)
         trio.run(run_stdio, make_agent)
         return 0
     if args.command == "serve":

@@ -12,27 +12,83 @@ import datetime
 import json
 import os
 import sys
-from typing import Any, TextIO
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
 from .._errors import PiError
 from ._models import CliError
 
-__all__ = ["DEFAULT_STORE", "add_sessions_parser", "run_sessions"]
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = [
+    "DEFAULT_STORE",
+    "add_session_options",
+    "add_sessions_parser",
+    "run_durable",
+    "run_sessions",
+]
 
 DEFAULT_STORE = "pi-trio-sessions.db"
 
 
-def add_sessions_parser(commands: Any) -> None:
-    """Register the ``sessions`` command on the ``pi-trio`` subparsers."""
-    sessions = commands.add_parser("sessions", help="list, show or export durable sessions")
-    sessions.add_argument(
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--store",
         default=os.environ.get("PI_TRIO_STORE", DEFAULT_STORE),
         metavar="PATH",
         help=f"the session store (default: $PI_TRIO_STORE, else ./{DEFAULT_STORE})",
     )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """``--session ID`` (and ``--store PATH``) for ``chat`` and ``rpc``."""
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="keep the conversation in a durable session: created, or resumed from its log",
+    )
+    _store_option(parser)
+
+
+def run_durable(
+    args: argparse.Namespace,
+    make_agent: Callable[[], Agent],
+    command: Callable[[Callable[[], Agent]], Awaitable[int | None]],
+) -> int:
+    """Run ``command`` on the agent of session ``args.session`` in ``args.store``.
+
+    The command's usual agent gives the tools, model and stream function; a resumed session
+    keeps its logged transcript, queues, model, system prompt and thinking level.
+    """
+
+    async def durable() -> int:
+        from ..sessions import open_session_store
+
+        template = make_agent()
+        async with (
+            open_session_store(args.store) as store,
+            store.open_agent(
+                args.session, initial_state=template.state, stream_fn=template.stream_fn
+            ) as agent,
+        ):
+            status = await command(lambda: agent)
+        return status or 0
+
+    try:
+        return trio.run(durable)
+    except PiError as exc:
+        if isinstance(exc, CliError):
+            raise
+        raise CliError(str(exc)) from None
+
+
+def add_sessions_parser(commands: Any) -> None:
+    """Register the ``sessions`` command on the ``pi-trio`` subparsers."""
+    sessions = commands.add_parser("sessions", help="list, show or export durable sessions")
+    _store_option(sessions)
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="one line per session")
     show = actions.add_parser("show", help="a session's log, one entry per line")

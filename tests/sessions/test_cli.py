@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ import trio
 import pi_trio as pt
 from pi_trio.cli import main
 from pi_trio.providers import faux
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _make_store(path: Path) -> None:
@@ -58,3 +62,24 @@ def test_problems_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     notes.write_text("not a database" * 50)
     assert main(["sessions", "--store", str(notes), "list"]) == 2
     assert "is not a pi_trio session store" in capsys.readouterr().err
+
+
+def _rpc(store: Path, *lines: str) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_trio", "rpc", "--delay", "0", "--session", "s1",
+         "--store", str(store)],
+        input="".join(line + "\n" for line in lines), capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_rpc_session_resumes_in_a_new_process(tmp_path: Path) -> None:
+    store = tmp_path / "agents.db"
+    first = _rpc(store, '{"type": "prompt", "message": "what is 1 + 1?", "id": 1}')
+    assert first[-1]["type"] == "agent_end"
+    again = _rpc(store, '{"type": "get_state", "id": 2}')
+    messages = again[0]["data"]["messages"]  # type: ignore[index]
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert messages == first[-1]["messages"]
