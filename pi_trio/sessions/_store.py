@@ -9,6 +9,7 @@ backend-independent: SQLite is the backend today; PostgreSQL plugs in behind the
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -40,6 +41,8 @@ from ._repair import (
 from ._sqlite import SqliteBackend, new_holder
 
 __all__ = ["SessionStore", "open_session_store"]
+
+logger = logging.getLogger("pi_trio.sessions")
 
 
 class SessionStore:
@@ -160,14 +163,23 @@ class SessionStore:
             raise
         try:
             yield agent
+        except BaseException:
+            # leaving by an exception (a cancellation, say): keep what was noted all the same
+            agent.abort()
+            with trio.move_on_after(agent.close_timeout, shield=True):
+                if not recorder.lost:
+                    try:
+                        await recorder.flush()
+                    except Exception:
+                        logger.exception("session %r: final commit failed", session_id)
+            raise
+        else:
             if agent.is_running:
                 agent.abort()
                 await agent.wait_for_idle()
             if not recorder.lost:  # a lost lease was reported by the run it ended
                 await recorder.flush()
         finally:
-            if agent.is_running:
-                agent.abort()
             recorder.close()
             with trio.CancelScope(shield=True):
                 await self.backend.release(lease)

@@ -78,9 +78,14 @@ class DedicatedThread:
             raise
 
     async def call(self, op: str, *args: Any) -> Any:
-        """Queue ``op(*args)`` and wait for its outcome (not abandoned on cancellation)."""
+        """Queue ``op(*args)`` and wait for its outcome.
+
+        A cancelled caller is stopped before its request is queued (this is a checkpoint);
+        once queued, the request is not abandoned: its outcome is waited for.
+        """
         if self._stopped or self._thread is None:
             raise RuntimeError("the session store is closed")
+        await trio.lowlevel.checkpoint_if_cancelled()
         request = Request(op, args, trio.lowlevel.current_task())
         self._queue.put(request)
         # reschedule() hands the request's outcome back: a value, or its exception raised here

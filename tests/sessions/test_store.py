@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,40 @@ async def test_a_duplicate_seq_fails_alone_and_writes_nothing(tmp_path: Path) ->
             blocker.close()
         assert [(e.seq, e.kind) for e in await store.load("one")] == [(1, "run_start")]
         assert [(e.seq, e.kind) for e in await store.load("two")] == [(1, "run_start")]
+
+
+def _store_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("pi_trio sessions")]
+
+
+async def test_no_thread_outlives_the_store_and_a_cancelled_open_frees_the_session(
+    tmp_path: Path,
+) -> None:
+    assert _store_threads() == []
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        assert _store_threads() == ["pi_trio sessions a.db"]
+        with trio.CancelScope() as scope:
+            scope.cancel()  # cancelled while taking the lease and reading the log
+            async with store.open_agent("s"):
+                pytest.fail("the block must not run")  # pragma: no cover
+        async with store.open_agent("s"):  # the session was given back
+            pass
+        with trio.move_on_after(0.01):
+            async with store.open_agent("t"):
+                await trio.sleep_forever()  # cancelled inside the block
+        async with store.open_agent("t"):
+            pass
+        assert [i.holder for i in await store.list_sessions()] == [None, None]
+    assert _store_threads() == []
+
+
+async def test_a_block_left_by_a_cancellation_still_commits_what_was_noted(
+    tmp_path: Path,
+) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        with trio.move_on_after(0.01):
+            async with store.open_agent("s") as agent:
+                agent.follow_up("do not forget me")
+                await trio.sleep_forever()
+        async with store.open_agent("s") as agent:
+            assert agent.has_queued_messages()
