@@ -60,7 +60,12 @@ class DedicatedThread:
         self._handle = handle
         self._setup = setup
         self._teardown = teardown
-        self._queue: queue.SimpleQueue[Request] = queue.SimpleQueue()
+        # requests wait in a list; the queue only wakes the thread (one put per batch, not per
+        # request: with a thousand agents committing at once, most calls find it awake)
+        self._pending: list[Request] = []
+        self._lock = threading.Lock()
+        self._signalled = False
+        self._queue: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._stopped = False
@@ -87,7 +92,12 @@ class DedicatedThread:
             raise RuntimeError("the session store is closed")
         await trio.lowlevel.checkpoint_if_cancelled()
         request = Request(op, args, trio.lowlevel.current_task())
-        self._queue.put(request)
+        with self._lock:
+            self._pending.append(request)
+            wake = not self._signalled
+            self._signalled = True
+        if wake:
+            self._queue.put(None)
         # reschedule() hands the request's outcome back: a value, or its exception raised here
         return await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
 
@@ -106,12 +116,12 @@ class DedicatedThread:
         token = self._token
         assert token is not None
         while True:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            self._queue.get()
+            with self._lock:
+                batch, self._pending = self._pending, []
+                self._signalled = False
+            if not batch:
+                continue
             stop = False
             work: list[Request] = []
             for request in batch:
