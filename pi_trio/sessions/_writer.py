@@ -35,7 +35,7 @@ class Request:
         self.op = op
         self.args = args
         self.task = task
-        self.result: outcome.Outcome[Any] = outcome.Error(RuntimeError("request not run"))
+        self.result: outcome.Outcome[Any] | None = None
 
 
 _STOP = "__stop__"
@@ -148,4 +148,7 @@ class DedicatedThread:
 
 def _wake(batch: list[Request]) -> None:
     for request in batch:
-        trio.lowlevel.reschedule(request.task, request.result)
+        result = request.result
+        if result is None:  # not run: a bug in the thread's loop, reported to the caller
+            result = outcome.Error(RuntimeError(f"session store request {request.op!r} not run"))
+        trio.lowlevel.reschedule(request.task, result)
