@@ -1,11 +1,20 @@
 """pi_trio: a Trio-native agent loop (pi's agent core with structured concurrency).
 
 The public API is what this module exports; the submodules' private names may change.
+Like trio, the exported classes and functions report ``__module__ == "pi_trio"`` (and the
+exports of :mod:`pi_trio.proxy` report ``"pi_trio.proxy"``), so reprs, tracebacks, pickles and
+the API reference name them where users import them from (see :func:`_fixup_module_metadata`).
 """
 
 from __future__ import annotations
 
-from . import proxy, sessions, wire
+import sys as _sys
+import types as _types
+import typing as _typing
+
+import attrs as _attrs
+
+from . import mcp, proxy, sessions, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -180,6 +189,7 @@ __all__ = [
     "get_model",
     "json_schema_for",
     "list_models",
+    "mcp",
     "open_session_store",
     "proxy",
     "register_api",
@@ -195,3 +205,85 @@ __all__ = [
     "tool",
     "wire",
 ]
+
+
+def _resolve_annotations(cls: type, extra: dict[str, object]) -> None:
+    """Replace ``cls``'s string annotations by the objects they name, in its own module.
+
+    With ``from __future__ import annotations`` every annotation is a string that
+    ``typing.get_type_hints`` (and through it ``attrs.resolve_types`` and cattrs) evaluates in
+    ``sys.modules[cls.__module__]``. Once ``__module__`` says "pi_trio", names of the defining
+    module that pi_trio does not export (``ToolResultContent``, ``httpx``, ...) would no longer
+    be found, so they are resolved here, while ``__module__`` still names the defining module.
+    Names a module imports only for type checking are looked up in ``extra`` (pi_trio's own
+    namespace), then among the imported modules (``httpx``). A class whose annotations still
+    do not resolve is left as it was (``tests/test_exports.py`` fails on it).
+    """
+    own = cls.__dict__.get("__annotations__")  # noqa: RUF063 (the dict itself, to update)
+    if not own:
+        return
+    localns: dict[str, object] | None = None
+    for _ in range(8):
+        try:
+            hints = _typing.get_type_hints(cls, localns=localns, include_extras=True)
+            break
+        except NameError as exc:
+            if localns is None:  # pi_trio's names, the defining module's first
+                localns = {**extra, **vars(_sys.modules[cls.__module__])}
+            elif exc.name in _sys.modules and exc.name not in localns:  # e.g. httpx
+                localns[exc.name] = _sys.modules[exc.name]
+            else:
+                return
+    else:
+        return
+    for name in own:
+        if name in hints:
+            own[name] = hints[name]
+    if _attrs.has(cls):
+        _attrs.resolve_types(cls, localns=localns)  # the fields' types, as cattrs reads them
+
+
+def _fixup_module_metadata(
+    module_name: str, names: list[str], namespace: dict[str, object]
+) -> None:
+    """Make the exported classes and functions of ``namespace`` report ``module_name``.
+
+    trio's ``fixup_module_metadata``: for every exported object defined in a pi_trio module,
+    ``__module__`` becomes ``module_name``; for classes, their methods too, with
+    ``__qualname__`` naming the class as exported. Objects defined elsewhere are left alone.
+    Annotations are resolved first (:func:`_resolve_annotations`), for every object before any
+    ``__module__`` changes, since resolving a class walks its bases' modules.
+    """
+    extra = {k: v for k, v in namespace.items() if not k.startswith("__")}
+    exported = [(name, namespace[name]) for name in names]
+    for _, obj in exported:
+        if isinstance(obj, type) and getattr(obj, "__module__", "").startswith("pi_trio."):
+            _resolve_annotations(obj, extra)
+    seen: set[int] = set()
+
+    def fix_one(qualname: str, name: str, obj: object) -> None:
+        if id(obj) in seen or not isinstance(obj, type | _types.FunctionType):
+            return
+        seen.add(id(obj))
+        if not obj.__module__.startswith("pi_trio."):
+            return
+        defined_as = obj.__qualname__
+        obj.__module__ = module_name
+        obj.__name__ = name
+        obj.__qualname__ = qualname
+        if isinstance(obj, type):
+            for attr_name, attr_value in list(obj.__dict__.items()):
+                if isinstance(attr_value, staticmethod | classmethod):
+                    attr_value = attr_value.__func__
+                elif isinstance(attr_value, property):
+                    attr_value = attr_value.fget
+                # only what the class itself defines (not another class stored on it)
+                if getattr(attr_value, "__qualname__", "").startswith(defined_as + "."):
+                    fix_one(f"{qualname}.{attr_name}", attr_name, attr_value)
+
+    for name, obj in exported:
+        fix_one(name, name, obj)
+
+
+_fixup_module_metadata(__name__, __all__, globals())
+_fixup_module_metadata(proxy.__name__, [n for n in proxy.__all__ if n not in __all__], vars(proxy))

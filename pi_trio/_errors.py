@@ -1,9 +1,19 @@
 """The one exception hierarchy of pi_trio.
 
 Everything pi_trio raises on purpose derives from :class:`PiError`, so callers can catch the
-library's errors without catching their own bugs. Failures of a model call or a tool are *not*
-raised: they become messages in the transcript (pi's behaviour); these exceptions are for
-programmer errors and misuse.
+library's errors without catching their own bugs. Each also derives from the built-in exception
+that fits (``ValueError``, ``RuntimeError``, ``LookupError``), so ``except ValueError`` code keeps
+working. The classes are not final: an application may derive its own errors from them::
+
+    PiError
+    ├── WireFormatError (ValueError)        pt.from_json: data that does not fit pi's format
+    ├── AgentBusyError (RuntimeError)       prompt()/continue_()/reset() during a run
+    ├── ContinueError (ValueError)          continue_(), run_agent_loop_continue(): nothing to do
+    ├── ToolArgumentError (ValueError)      a tool call's arguments did not validate
+    └── ProviderNotFoundError (LookupError) unknown wire API, provider or model
+
+Failures of a model call or a tool are *not* raised: they become messages in the transcript
+(pi's behaviour); these exceptions are for programmer errors and misuse.
 """
 
 from __future__ import annotations
@@ -32,6 +42,10 @@ class WireFormatError(PiError, ValueError):
 
     The message starts with the path of the offending value (``content[2].type: ...``).
     ``errors`` holds every problem found, each with its path.
+
+    Args:
+        message: the whole explanation (every problem, ``; ``-separated).
+        errors: each problem as ``path: what is wrong``; defaults to ``(message,)``.
     """
 
     def __init__(self, message: str, errors: tuple[str, ...] = ()) -> None:
@@ -40,7 +54,7 @@ class WireFormatError(PiError, ValueError):
 
 
 class AgentBusyError(PiError, RuntimeError):
-    """``prompt()`` or ``continue_()`` was called while the agent is already running."""
+    """``prompt()``, ``continue_()`` or ``reset()`` was called while the agent is running."""
 
 
 class ContinueError(PiError, ValueError):
@@ -53,6 +67,11 @@ class ToolArgumentError(PiError, ValueError):
 
     The loop turns it into the error tool result the model sees. ``problems`` holds the
     ``path: message`` lines, ``tool_name`` the tool.
+
+    Args:
+        message: pi's error text, as the model will see it.
+        tool_name: the tool whose arguments failed.
+        problems: the ``path: message`` lines.
     """
 
     def __init__(self, message: str, *, tool_name: str = "", problems: Iterable[str] = ()) -> None:

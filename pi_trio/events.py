@@ -10,11 +10,14 @@ read-only all the same: sinks and listeners share them.
 Stream events carry ``partial``: the assistant message being built. It is the *live* object the
 provider fills in (pi hands out shallow copies; copying per delta would make streaming O(n^2)),
 so copy it if you keep it past the event.
+
+Every event class is ``@final``: match on them, do not subclass them (the wire format and the
+loop know exactly these).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, final
 
 import attrs
 
@@ -52,81 +55,113 @@ __all__ = [
 # --- stream events (pi-ai's AssistantMessageEvent) -------------------------------------------
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class StreamStart:
+    """The response began; ``partial`` is the (still empty) assistant message being built."""
+
     type: ClassVar[Literal["start"]] = "start"
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class TextStart:
+    """A text block opened at ``partial.content[content_index]``."""
+
     type: ClassVar[Literal["text_start"]] = "text_start"
     content_index: int
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class TextDelta:
+    """``delta`` was appended to the text block at ``content_index``."""
+
     type: ClassVar[Literal["text_delta"]] = "text_delta"
     content_index: int
     delta: str
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class TextEnd:
+    """The text block at ``content_index`` is complete; ``content`` is its whole text."""
+
     type: ClassVar[Literal["text_end"]] = "text_end"
     content_index: int
     content: str
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ThinkingStart:
+    """A reasoning block opened at ``partial.content[content_index]``."""
+
     type: ClassVar[Literal["thinking_start"]] = "thinking_start"
     content_index: int
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ThinkingDelta:
+    """``delta`` was appended to the reasoning block at ``content_index``."""
+
     type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
     content_index: int
     delta: str
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ThinkingEnd:
+    """The reasoning block at ``content_index`` is complete; ``content`` is its text."""
+
     type: ClassVar[Literal["thinking_end"]] = "thinking_end"
     content_index: int
     content: str
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolCallStart:
+    """A tool call opened at ``partial.content[content_index]``."""
+
     type: ClassVar[Literal["toolcall_start"]] = "toolcall_start"
     content_index: int
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolCallDelta:
+    """``delta`` (raw JSON text) was added to the arguments of the tool call at
+    ``content_index``."""
+
     type: ClassVar[Literal["toolcall_delta"]] = "toolcall_delta"
     content_index: int
     delta: str
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolCallEnd:
+    """The tool call at ``content_index`` is complete; ``tool_call`` has its final arguments."""
+
     type: ClassVar[Literal["toolcall_end"]] = "toolcall_end"
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class StreamDone:
     """The response finished; ``message`` is final. ``reason`` is "stop", "length" or "toolUse"."""
@@ -136,6 +171,7 @@ class StreamDone:
     message: AssistantMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class StreamError:
     """The response failed; ``error`` is the final assistant message ("error" or "aborted")."""
@@ -164,6 +200,7 @@ StreamEvent: TypeAlias = (
 # --- tool results ----------------------------------------------------------------------------
 
 
+@final
 @attrs.define
 class ToolResult:
     """What a tool returns: content for the model, details for the application.
@@ -180,11 +217,15 @@ class ToolResult:
 # --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class AgentStart:
+    """A run began (the first event of every run)."""
+
     type: ClassVar[Literal["agent_start"]] = "agent_start"
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class AgentEnd:
     """The run is over; ``messages`` are the messages this run added."""
@@ -193,24 +234,37 @@ class AgentEnd:
     messages: list[AgentMessage]
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class TurnStart:
+    """A turn began: one model call and the tool batch it asks for."""
+
     type: ClassVar[Literal["turn_start"]] = "turn_start"
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class TurnEnd:
+    """A turn ended; ``message`` is its assistant message, ``tool_results`` its batch's
+    results in source order (empty when the model called no tool, or its message failed or was
+    aborted)."""
+
     type: ClassVar[Literal["turn_end"]] = "turn_end"
     message: AgentMessage
     tool_results: list[ToolResultMessage]
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class MessageStart:
+    """A message enters the transcript (a prompt, the streaming assistant message, a tool
+    result, a steering or follow-up message)."""
+
     type: ClassVar[Literal["message_start"]] = "message_start"
     message: AgentMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class MessageUpdate:
     """A streamed change to the assistant message at the transcript's tail."""
@@ -220,22 +274,32 @@ class MessageUpdate:
     assistant_message_event: StreamEvent
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class MessageEnd:
+    """The message is complete and in the transcript."""
+
     type: ClassVar[Literal["message_end"]] = "message_end"
     message: AgentMessage
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolExecutionStart:
+    """A tool call of the batch is being prepared; ``args`` are the model's arguments."""
+
     type: ClassVar[Literal["tool_execution_start"]] = "tool_execution_start"
     tool_call_id: str
     tool_name: str
     args: Any
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolExecutionUpdate:
+    """Progress of a running tool: ``partial_result`` is what it passed to
+    ``on_update``."""
+
     type: ClassVar[Literal["tool_execution_update"]] = "tool_execution_update"
     tool_call_id: str
     tool_name: str
@@ -243,8 +307,12 @@ class ToolExecutionUpdate:
     partial_result: ToolResult
 
 
+@final
 @attrs.define(unsafe_hash=True)
 class ToolExecutionEnd:
+    """A tool call finished (in completion order): ``result`` is what the model will see;
+    ``is_error`` for failures, unknown tools, invalid arguments, blocked or aborted calls."""
+
     type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
     tool_call_id: str
     tool_name: str

@@ -6,13 +6,16 @@ assistant message at the tail of a transcript is filled in place, one delta at a
 
 Text accumulation is amortised O(1) per delta: :class:`TextContent` and :class:`ThinkingContent`
 keep the streamed pieces in a list and join them only when ``text``/``thinking`` is read.
+
+The record classes are ``@final`` (the wire format knows exactly these); an application's own
+message type is any class with a ``role`` (:class:`CustomMessage`), not a subclass of them.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, final, runtime_checkable
 
 import attrs
 
@@ -61,10 +64,15 @@ class _Accumulating:
         return parts[0]
 
     def append(self, delta: str) -> None:
-        """Add a streamed piece: O(1), the join happens on the next read."""
+        """Add a streamed piece: O(1), the join happens on the next read.
+
+        Args:
+            delta: the text to add at the end.
+        """
         self._parts.append(delta)
 
 
+@final
 @attrs.define(init=False, eq=False, repr=False)
 class TextContent(_Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
@@ -97,6 +105,7 @@ class TextContent(_Accumulating):
         return f"TextContent(text={self.text!r}{extra})"
 
 
+@final
 @attrs.define(init=False, eq=False, repr=False)
 class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
@@ -139,6 +148,7 @@ class ThinkingContent(_Accumulating):
         )
 
 
+@final
 @attrs.define
 class ImageContent:
     """An image, base64-encoded."""
@@ -148,6 +158,7 @@ class ImageContent:
     mime_type: str
 
 
+@final
 @attrs.define
 class ToolCall:
     """A tool call requested by the model. ``arguments`` is the parsed JSON object."""
@@ -164,6 +175,7 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 ToolResultContent: TypeAlias = TextContent | ImageContent
 
 
+@final
 @attrs.define
 class UsageCost:
     """Cost in dollars of one response, split like pi's ``usage.cost``."""
@@ -175,6 +187,7 @@ class UsageCost:
     total: float = 0.0
 
 
+@final
 @attrs.define
 class Usage:
     """Token counts of one response and their cost."""
@@ -187,6 +200,7 @@ class Usage:
     cost: UsageCost = attrs.field(factory=UsageCost)
 
 
+@final
 @attrs.define
 class UserMessage:
     """A message from the user: a string or a list of text and image blocks."""
@@ -196,6 +210,7 @@ class UserMessage:
     timestamp: int = attrs.field(factory=now_ms)
 
 
+@final
 @attrs.define
 class AssistantMessage:
     """A model response. ``stop_reason`` uses pi's strings; failures carry ``error_message``."""
@@ -218,6 +233,7 @@ class AssistantMessage:
         return [block for block in self.content if isinstance(block, ToolCall)]
 
 
+@final
 @attrs.define
 class ToolResultMessage:
     """The result of one tool call, as the model will see it."""
@@ -250,6 +266,7 @@ class CustomMessage(Protocol):
 AgentMessage: TypeAlias = Message | CustomMessage
 
 
+@final
 @attrs.define(frozen=True)
 class Tool:
     """A tool as a provider sees it: name, description and a JSON schema for its arguments."""
@@ -259,6 +276,7 @@ class Tool:
     parameters: dict[str, Any]
 
 
+@final
 @attrs.define
 class Context:
     """What one model request is built from."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
@@ -29,6 +29,7 @@ __all__ = [
 ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 
 
+@final
 @attrs.frozen
 class ModelCost:
     """Dollars per million tokens."""
@@ -39,6 +40,7 @@ class ModelCost:
     cache_write: float = 0.0
 
 
+@final
 @attrs.frozen
 class Model:
     """Everything a provider needs to know about a model.
@@ -77,7 +79,13 @@ ENV_API_KEYS: Mapping[str, tuple[str, ...]] = {
 
 
 def get_env_api_key(provider: str) -> str | None:
-    """The API key for ``provider`` from the usual environment variables, or None."""
+    """The API key for ``provider`` from the usual environment variables, or None.
+
+    Args:
+        provider: a provider name of the registry ("openai", "anthropic", "google", ...); the
+            variables tried are those of :data:`ENV_API_KEYS`, first one set wins. A provider
+            without known variables (e.g. "ollama", "faux") gives None.
+    """
     for name in ENV_API_KEYS.get(provider, ()):
         value = os.environ.get(name)
         if value:
@@ -334,7 +342,13 @@ _REGISTRY: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _BUILT
 def get_model(provider: str, model_id: str) -> Model:
     """The built-in model ``model_id`` of ``provider``.
 
-    Raises :class:`pt.ProviderNotFoundError` naming the known ids when there is no such model.
+    Args:
+        provider: the provider's name, e.g. "openai", "anthropic", "google", "ollama", "faux".
+        model_id: the model's id at that provider, e.g. "gpt-4o-mini".
+
+    Raises:
+        pt.ProviderNotFoundError: no such provider (the message lists the known providers) or
+            no such model of it (the message lists its known ids).
     """
     try:
         return _REGISTRY[(provider, model_id)]
@@ -351,5 +365,9 @@ def get_model(provider: str, model_id: str) -> Model:
 
 
 def list_models(provider: str | None = None) -> list[Model]:
-    """The built-in models, optionally of one provider."""
+    """The built-in models, in registry order.
+
+    Args:
+        provider: only this provider's models; None for all. An unknown provider gives [].
+    """
     return [m for m in _BUILTIN if provider is None or m.provider == provider]

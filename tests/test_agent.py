@@ -11,44 +11,28 @@ import trio.lowlevel
 import trio.testing
 
 import pi_trio as pt
-from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import (
+    SLEEP,
+    TOOL_ABORTED_TEXT,
+    assert_aborted,
+    assert_idle,
+    faux,
+    last_assistant,
+    make_agent,
+    make_scripted_agent,
+    reachable,
+    record,
+    sleeps,
+    tool_results,
+    user_texts,
+)
 from .transcript import assert_transcript_valid
-
-SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
-
-
-async def _sleep(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-    await trio.sleep(params["s"])
-    return pt.ToolResult([pt.TextContent("woke")])
-
-
-SLEEP = pt.AgentTool("sleep", "Sleep", "sleeps", SLEEP_SCHEMA, _sleep)
-
-
-def _sleeps(*seconds: float) -> pt.AssistantMessage:
-    return faux.assistant_message(
-        [faux.tool_call("sleep", {"s": s}, id=f"call_{i}") for i, s in enumerate(seconds, 1)]
-    )
-
-
-def _agent(script: list[faux.FauxResponse], token_delay: float = 0.0, **kw: Any) -> pt.Agent:
-    scripted = faux.FauxModel(script, token_delay=token_delay)
-    state = pt.AgentState(model=scripted.model, tools=[SLEEP])
-    return pt.Agent(state, stream_fn=scripted, **kw)
-
-
-def _record(agent: pt.Agent) -> list[pt.AgentEvent]:
-    events: list[pt.AgentEvent] = []
-    agent.subscribe(events.append)
-    return events
 
 
 def _assert_idle_and_valid(agent: pt.Agent) -> None:
-    assert agent.state.is_streaming is False
-    assert agent.state.streaming_message is None
-    assert agent.state.pending_tool_calls == frozenset()
+    assert_idle(agent)
     assert_transcript_valid(agent.state.messages, aborted=True)
 
 
@@ -74,7 +58,7 @@ def test_custom_initial_state() -> None:
 
 
 async def test_subscribe_and_unsubscribe() -> None:
-    agent = _agent([faux.assistant_message("a"), faux.assistant_message("b")])
+    agent = make_agent([faux.assistant_message("a"), faux.assistant_message("b")])
     seen: list[str] = []
     unsubscribe = agent.subscribe(lambda event: seen.append(event.type))
     agent.state.system_prompt = "changed"  # state changes emit nothing
@@ -107,17 +91,31 @@ def test_queued_messages_are_not_in_the_transcript() -> None:
     assert not agent.has_queued_messages()
 
 
-def test_abort_while_idle_does_nothing() -> None:
-    agent = pt.Agent()
+async def test_abort_while_idle_does_nothing(autojump_clock: trio.testing.MockClock) -> None:
+    agent = make_agent(
+        [faux.assistant_message("first answer"), faux.assistant_message("one two three")],
+        token_delay=1.0,
+    )
     agent.abort()
     agent.abort()
-    assert agent.state.is_streaming is False
+    assert agent.state.is_streaming is False and agent.state.messages == []
+    await agent.prompt("go")  # the idle aborts are not kept for the next run
+    last = last_assistant(agent.state.messages)
+    assert (last.stop_reason, last.content) == ("stop", [pt.TextContent("first answer")])
+    assert agent.state.error_message is None
+    async with trio.open_nursery() as nursery:  # and abort() does end a run that is going
+        nursery.start_soon(agent.prompt, "again")
+        await trio.sleep(1.5)
+        agent.abort()
+    assert_aborted(agent)
 
 
 async def test_prompt_and_continue_while_streaming_raise_busy(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([faux.assistant_message("a long answer " * 20)], token_delay=0.01)
+    agent, scripted = make_scripted_agent(
+        [faux.assistant_message("a long answer " * 20)], token_delay=0.01
+    )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "First message")
         await trio.testing.wait_all_tasks_blocked()
@@ -127,11 +125,14 @@ async def test_prompt_and_continue_while_streaming_raise_busy(
         with pytest.raises(pt.AgentBusyError, match="Wait for completion before continuing"):
             await agent.continue_()
         agent.abort()
-    _assert_idle_and_valid(agent)
+    assert_aborted(agent)
+    assert user_texts(agent.state.messages) == ["First message"]  # the busy calls added nothing
+    assert len(scripted.calls) == 1
+    assert_transcript_valid(agent.state.messages)
 
 
 async def test_continue_processes_queued_follow_up_after_assistant_turn() -> None:
-    agent = _agent([faux.assistant_message("Processed")])
+    agent = make_agent([faux.assistant_message("Processed")])
     agent.state.messages = [pt.UserMessage("Initial"), faux.assistant_message("Initial response")]
     agent.follow_up(pt.UserMessage("Queued follow-up"))
     await agent.continue_()
@@ -140,7 +141,9 @@ async def test_continue_processes_queued_follow_up_after_assistant_turn() -> Non
 
 
 async def test_continue_keeps_one_at_a_time_steering_from_assistant_tail() -> None:
-    agent = _agent([faux.assistant_message("Processed 1"), faux.assistant_message("Processed 2")])
+    agent = make_agent(
+        [faux.assistant_message("Processed 1"), faux.assistant_message("Processed 2")]
+    )
     agent.state.messages = [pt.UserMessage("Initial"), faux.assistant_message("Initial response")]
     agent.steer("Steering 1")
     agent.steer("Steering 2")
@@ -163,8 +166,8 @@ async def test_session_id_and_thinking_level_reach_the_stream_function() -> None
 
 
 async def test_abort_during_streaming(autojump_clock: trio.testing.MockClock) -> None:
-    agent = _agent([faux.assistant_message("one two three four")], token_delay=1.0)
-    events = _record(agent)
+    agent = make_agent([faux.assistant_message("one two three four")], token_delay=1.0)
+    events = record(agent)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")  # prompt() returns normally after abort()
         await trio.sleep(2.5)
@@ -180,23 +183,33 @@ async def test_abort_during_streaming(autojump_clock: trio.testing.MockClock) ->
 
 
 async def test_abort_during_tool_batch(autojump_clock: trio.testing.MockClock) -> None:
-    agent = _agent([_sleeps(1, 10, 10), faux.assistant_message("never")])
-    events = _record(agent)
+    agent, scripted = make_scripted_agent([sleeps(1, 10, 10), faux.assistant_message("never")])
+    events = record(agent)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.sleep(2)
         assert agent.state.pending_tool_calls == {"call_2", "call_3"}
         agent.abort()
+        aborted_at = trio.current_time()
+    assert trio.current_time() == aborted_at  # the run did not wait for the 10 s tools
     roles = [m.role for m in agent.state.messages]
     assert roles == ["user", "assistant", "toolResult", "toolResult", "toolResult", "assistant"]
+    assert tool_results(agent.state.messages) == [
+        ("call_1", "slept 1", False),
+        ("call_2", TOOL_ABORTED_TEXT, True),
+        ("call_3", TOOL_ABORTED_TEXT, True),
+    ]
+    assert last_assistant(agent.state.messages).content == []  # pi's aborted turn
+    assert_aborted(agent)
+    assert len(scripted.calls) == 1  # the model is not asked again
     assert_event_grammar(events)
-    _assert_idle_and_valid(agent)
+    assert_transcript_valid(agent.state.messages)
 
 
 async def test_callers_deadline_aborts_and_propagates(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(10)])
+    agent = make_agent([sleeps(10)])
     with trio.move_on_after(3) as scope:
         await agent.prompt("go")
     assert scope.cancelled_caught
@@ -207,7 +220,7 @@ async def test_callers_deadline_aborts_and_propagates(
 async def test_uncooperative_tools_do_not_delay_abort(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(*([2.0] * 100))])
+    agent = make_agent([sleeps(*([2.0] * 100))])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.sleep(0.05)
@@ -219,7 +232,7 @@ async def test_uncooperative_tools_do_not_delay_abort(
 
 
 async def test_wait_for_idle_returns_at_once_when_idle() -> None:
-    agent = _agent([faux.assistant_message("x")])
+    agent = make_agent([faux.assistant_message("x")])
     with trio.fail_after(1):
         await agent.wait_for_idle()
     await agent.prompt("go")
@@ -241,7 +254,7 @@ class TaskCounter(trio.abc.Instrument):
 
 
 async def test_no_task_outlives_a_run(autojump_clock: trio.testing.MockClock) -> None:
-    agent = _agent([_sleeps(1, 2, 3), faux.assistant_message("done"), _sleeps(5, 5)])
+    agent = make_agent([sleeps(1, 2, 3), faux.assistant_message("done"), sleeps(5, 5)])
     counter = TaskCounter()
     trio.lowlevel.add_instrument(counter)
     try:
@@ -256,7 +269,7 @@ async def test_no_task_outlives_a_run(autojump_clock: trio.testing.MockClock) ->
 
 
 async def test_is_streaming_until_agent_end_is_delivered() -> None:
-    agent = _agent([faux.assistant_message("x")])
+    agent = make_agent([faux.assistant_message("x")])
     seen: list[bool] = []
 
     async def listener(event: pt.AgentEvent) -> None:
@@ -274,7 +287,7 @@ async def test_is_streaming_until_agent_end_is_delivered() -> None:
 
 
 async def test_listener_that_raises_ends_the_run_with_a_valid_transcript() -> None:
-    agent = _agent([_sleeps(0, 0), faux.assistant_message("never")])
+    agent = make_agent([sleeps(0, 0), faux.assistant_message("never")])
 
     def explode(event: pt.AgentEvent) -> None:
         if isinstance(event, pt.ToolExecutionEnd):
@@ -293,7 +306,7 @@ async def test_stream_function_that_raises_is_an_error_message() -> None:
         raise ConnectionError("dns failure")
 
     agent = pt.Agent(pt.AgentState(model=pt.get_model("faux", "faux-1")), stream_fn=broken)
-    events = _record(agent)
+    events = record(agent)
     await agent.prompt("go")
     assert agent.state.error_message == "dns failure"
     assert [e.type for e in events][-3:] == ["message_end", "turn_end", "agent_end"]
@@ -306,13 +319,13 @@ async def test_before_tool_call_sees_the_assistant_message_in_state() -> None:
         seen.append(agent.state.messages[-1].role)
         assert agent.state.messages[-1] is ctx.assistant_message
 
-    agent = _agent([_sleeps(0), faux.assistant_message("done")], before_tool_call=before)
+    agent = make_agent([sleeps(0), faux.assistant_message("done")], before_tool_call=before)
     await agent.prompt("go")
     assert seen == ["assistant"]
 
 
 async def test_listener_sees_state_already_updated() -> None:
-    agent = _agent([_sleeps(0), faux.assistant_message("done")])
+    agent = make_agent([sleeps(0), faux.assistant_message("done")])
     checks: list[bool] = []
 
     def listener(event: pt.AgentEvent) -> None:
@@ -327,15 +340,15 @@ async def test_listener_sees_state_already_updated() -> None:
 
 
 async def test_should_stop_after_turn_is_honoured() -> None:
-    agent = _agent(
-        [_sleeps(0), faux.assistant_message("never")], should_stop_after_turn=lambda c: True
+    agent = make_agent(
+        [sleeps(0), faux.assistant_message("never")], should_stop_after_turn=lambda c: True
     )
     await agent.prompt("go")
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult"]
 
 
 async def test_queued_messages_survive_an_abort(autojump_clock: trio.testing.MockClock) -> None:
-    agent = _agent([_sleeps(10), faux.assistant_message("later")])
+    agent = make_agent([sleeps(10), faux.assistant_message("later")])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.sleep(1)
@@ -355,32 +368,39 @@ async def test_queued_messages_survive_an_abort(autojump_clock: trio.testing.Moc
 async def test_reset_clears_everything_and_refuses_during_a_run(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(5), faux.assistant_message("x")])
-    agent.steer("queued")
+    agent = make_agent([sleeps(5), faux.assistant_message("x")])
+    agent.follow_up("queued")  # polled only when the run would stop: still queued after abort
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.sleep(1)
-        with pytest.raises(pt.AgentBusyError):
+        before = list(agent.state.messages)
+        with pytest.raises(pt.AgentBusyError, match="abort"):
             agent.reset()
+        assert agent.state.messages == before and agent.has_queued_messages()  # untouched
+        assert agent.state.is_streaming is True
         agent.abort()
+    assert_aborted(agent)  # so there is an error_message for reset() to clear
+    assert agent.has_queued_messages()
     agent.reset()
     assert agent.state.messages == [] and not agent.has_queued_messages()
     assert agent.state.error_message is None
+    assert_idle(agent)
 
 
 async def test_one_agent_used_from_several_tasks(autojump_clock: trio.testing.MockClock) -> None:
     """prompt in one task, steer / follow_up / abort / busy calls from others."""
-    agent = _agent(
-        [_sleeps(1), faux.assistant_message("after steer"), faux.assistant_message("follow"),
-         _sleeps(100), faux.assistant_message("never")]
+    long_call = faux.assistant_message([faux.tool_call("sleep", {"s": 100}, id="long")])
+    agent, scripted = make_scripted_agent(
+        [sleeps(1), faux.assistant_message("after steer"), long_call,
+         faux.assistant_message("never")]
     )  # fmt: skip
-    events = _record(agent)
+    events = record(agent)
     busy: list[str] = []
 
     async def steerer() -> None:
         await trio.sleep(0.5)
         agent.steer("change course")
-        agent.follow_up("one more thing")
+        agent.follow_up("one more thing")  # answered by the 100 s tool call
 
     async def impatient() -> None:
         await trio.sleep(0.7)
@@ -391,6 +411,7 @@ async def test_one_agent_used_from_several_tasks(autojump_clock: trio.testing.Mo
 
     async def aborter() -> None:
         await trio.sleep(50)
+        assert agent.state.pending_tool_calls == {"long"}
         agent.abort()
 
     async with trio.open_nursery() as nursery:
@@ -398,22 +419,21 @@ async def test_one_agent_used_from_several_tasks(autojump_clock: trio.testing.Mo
         nursery.start_soon(steerer)
         nursery.start_soon(impatient)
         nursery.start_soon(aborter)
-    users = [m.content for m in agent.state.messages if isinstance(m, pt.UserMessage)]
-    assert users == [
-        [pt.TextContent("start")],
-        [pt.TextContent("change course")],
-        [pt.TextContent("one more thing")],
-    ]
-    assert busy == [pt.agent.BUSY_PROMPT]
+    assert trio.current_time() == 50  # the run ended at the abort, not when the tool would
+    assert user_texts(agent.state.messages) == ["start", "change course", "one more thing"]
+    assert len(busy) == 1 and "already processing a prompt" in busy[0]
+    assert tool_results(agent.state.messages)[-1] == ("long", TOOL_ABORTED_TEXT, True)
+    assert len(scripted.calls) == 3  # "never" was never asked for
+    assert_aborted(agent)
     assert_event_grammar(events)
-    _assert_idle_and_valid(agent)
+    assert_transcript_valid(agent.state.messages)
 
 
 # --- events() channels -----------------------------------------------------------------------
 
 
 async def test_events_channel_receives_the_run() -> None:
-    agent = _agent([_sleeps(0), faux.assistant_message("done")])
+    agent = make_agent([sleeps(0), faux.assistant_message("done")])
     received: list[pt.AgentEvent] = []
     async with agent.events() as rx, trio.open_nursery() as nursery:
 
@@ -429,7 +449,7 @@ async def test_events_channel_receives_the_run() -> None:
 
 
 async def test_full_events_channel_drops_only_streaming_updates() -> None:
-    agent = _agent([faux.assistant_message("a b c d e f g h i j k l")])
+    agent = make_agent([faux.assistant_message("a b c d e f g h i j k l")])
     async with agent.events(max_buffer_size=2) as rx:
         await agent.prompt("go")  # nobody reads while the run goes: the run is not held up
         received = []
@@ -445,9 +465,23 @@ async def test_full_events_channel_drops_only_streaming_updates() -> None:
 
 
 async def test_closed_events_reader_is_forgotten() -> None:
-    agent = _agent([faux.assistant_message("x"), faux.assistant_message("y")])
+    agent = make_agent([faux.assistant_message("x"), faux.assistant_message("y")])
     async with agent.events(max_buffer_size=math.inf) as rx:
+        assert reachable(agent, rx)  # subscribed: the agent holds the channel
         await rx.aclose()
         await agent.prompt("go")  # a reader that went away does not break the run
+        assert not reachable(agent, rx)  # the first event it could not take dropped it
+        assert agent.state.error_message is None
     await agent.prompt("again")
+    assert agent.state.error_message is None
+
+
+async def test_events_subscription_ends_with_its_block() -> None:
+    agent = make_agent([faux.assistant_message("x")])
+    async with agent.events() as rx:
+        assert reachable(agent, rx)
+    assert not reachable(agent, rx)  # no run needed: leaving the block unsubscribes
+    with pytest.raises(trio.ClosedResourceError):
+        rx.receive_nowait()
+    await agent.prompt("go")
     assert agent.state.error_message is None

@@ -12,37 +12,16 @@ import trio
 import trio.testing
 
 import pi_trio as pt
-from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import SLEEP, NullSink, faux, make_agent, sleeps
 from .transcript import assert_transcript_valid
-
-SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
-
-
-async def _sleep(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-    await trio.sleep(params["s"])
-    return pt.ToolResult([pt.TextContent("woke")])
-
-
-SLEEP = pt.AgentTool("sleep", "Sleep", "sleeps", SLEEP_SCHEMA, _sleep)
-
-
-def _sleeps(*seconds: float) -> pt.AssistantMessage:
-    return faux.assistant_message(
-        [faux.tool_call("sleep", {"s": s}, id=f"call_{i}") for i, s in enumerate(seconds, 1)]
-    )
-
-
-def _agent(script: list[faux.FauxResponse], tools: list[pt.AgentTool] | None = None) -> pt.Agent:
-    scripted = faux.FauxModel(script)
-    return pt.Agent(pt.AgentState(model=scripted.model, tools=tools or [SLEEP]), stream_fn=scripted)
 
 
 async def test_caller_gets_a_plain_cancelled_from_a_parallel_batch(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(5, 5, 5)])
+    agent = make_agent([sleeps(5, 5, 5)])
     escaped: list[BaseException] = []
     with trio.move_on_after(1):
         try:
@@ -56,21 +35,16 @@ async def test_caller_gets_a_plain_cancelled_from_a_parallel_batch(
 async def test_run_agent_loop_lets_out_a_plain_cancelled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    scripted = faux.FauxModel([_sleeps(5, 5)])
+    scripted = faux.FauxModel([sleeps(5, 5)])
     context = pt.AgentContext("", [], [SLEEP])
     config = pt.AgentLoopConfig(model=scripted.model, stream_fn=scripted)
     with trio.move_on_after(1):
         with pytest.raises(trio.Cancelled):
-            await pt.run_agent_loop([pt.UserMessage("go")], context, config, _NullSink())
-
-
-class _NullSink:
-    async def send(self, event: pt.AgentEvent) -> None:
-        pass
+            await pt.run_agent_loop([pt.UserMessage("go")], context, config, NullSink())
 
 
 async def test_exception_in_agent_loop_body_is_not_wrapped() -> None:
-    scripted = faux.FauxModel([_sleeps(0), faux.assistant_message("x")])
+    scripted = faux.FauxModel([sleeps(0), faux.assistant_message("x")])
     context = pt.AgentContext("", [], [SLEEP])
     config = pt.AgentLoopConfig(model=scripted.model, stream_fn=scripted)
     with pytest.raises(KeyError):  # a group would not match
@@ -84,8 +58,7 @@ async def test_failure_while_cancelling_counts_as_abort(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async def events(model: pt.Model) -> AsyncGenerator[pt.StreamEvent, None]:
-        builder = pt.providers.MessageBuilder(model)
-        yield builder.start()
+        yield pt.StreamStart(pt.AssistantMessage([], model.api, model.provider, model.id))
         try:
             await trio.sleep(10)
         finally:
@@ -115,7 +88,7 @@ async def test_sync_tool_updates_stay_inside_the_run() -> None:
         return pt.ToolResult([pt.TextContent("done")])
 
     tool = pt.AgentTool("slow", "Slow", "slow", {"type": "object"}, slow)
-    agent = _agent([faux.assistant_message([faux.tool_call("slow", {}, id="c1")])], [tool])
+    agent = make_agent([faux.assistant_message([faux.tool_call("slow", {}, id="c1")])], [tool])
     agent.follow_up("later")
     agent.steer("x")
     agent.clear_all_queues()
@@ -148,7 +121,7 @@ async def test_sync_tool_updates_stay_inside_the_run() -> None:
 async def test_failing_listener_does_not_starve_events_channels(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(5)])
+    agent = make_agent([sleeps(5)])
     broken = False
 
     def fragile(event: pt.AgentEvent) -> None:
@@ -175,7 +148,7 @@ async def test_failing_listener_does_not_starve_events_channels(
 
 
 async def test_abort_while_the_answer_is_delivered_adds_no_aborted_message() -> None:
-    agent = _agent([faux.assistant_message("the answer")])
+    agent = make_agent([faux.assistant_message("the answer")])
 
     async def abort_on_answer(event: pt.AgentEvent) -> None:
         if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.AssistantMessage):
@@ -195,7 +168,7 @@ async def test_abort_while_the_answer_is_delivered_adds_no_aborted_message() -> 
 async def test_listeners_are_never_entered_concurrently(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([_sleeps(1, 1, 1, 1), faux.assistant_message("done")])
+    agent = make_agent([sleeps(1, 1, 1, 1), faux.assistant_message("done")])
     inside = 0
     overlaps = 0
 
@@ -212,8 +185,6 @@ async def test_listeners_are_never_entered_concurrently(
 
 
 async def test_a_run_on_an_instant_model_lets_other_tasks_in() -> None:
-    noop = pt.AgentTool("noop", "n", "n", {"type": "object"}, lambda *a: pt.ToolResult([]))
-
     async def instant(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         return pt.ToolResult([])
 
@@ -221,7 +192,7 @@ async def test_a_run_on_an_instant_model_lets_other_tasks_in() -> None:
     script: list[faux.FauxResponse] = [
         faux.assistant_message([faux.tool_call("noop", {}, id=f"c{i}")]) for i in range(50)
     ]
-    agent = _agent([*script, faux.assistant_message("done")], [noop])
+    agent = make_agent([*script, faux.assistant_message("done")], [noop])
     ticks = 0
     async with trio.open_nursery() as nursery:
 
@@ -238,7 +209,7 @@ async def test_a_run_on_an_instant_model_lets_other_tasks_in() -> None:
 
 
 async def test_start_then_abort_always_finds_the_run() -> None:
-    agent = _agent([_sleeps(100)])
+    agent = make_agent([sleeps(100)])
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "go")
         assert agent.state.is_streaming
@@ -247,7 +218,7 @@ async def test_start_then_abort_always_finds_the_run() -> None:
 
 
 async def test_wait_for_idle_inside_the_run_is_an_error_not_a_deadlock() -> None:
-    agent = _agent([faux.assistant_message("x")])
+    agent = make_agent([faux.assistant_message("x")])
 
     async def waits(event: pt.AgentEvent) -> None:
         if event.type == "turn_end":
@@ -262,7 +233,7 @@ async def test_wait_for_idle_inside_the_run_is_an_error_not_a_deadlock() -> None
 async def test_channel_reader_sees_a_whole_grammar_after_an_interrupted_send(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    scripted = faux.FauxModel([_sleeps(1, 1, 100)])
+    scripted = faux.FauxModel([sleeps(1, 1, 100)])
     context = pt.AgentContext("", [], [SLEEP])
     config = pt.AgentLoopConfig(model=scripted.model, stream_fn=scripted)
     seen: list[pt.AgentEvent] = []
@@ -283,7 +254,7 @@ def test_images_need_a_text_prompt() -> None:
 
 async def test_wait_for_idle_from_a_task_around_the_prompt() -> None:
     """A watchdog in a nursery opened around prompt() is outside the run: it may wait."""
-    agent = _agent([_sleeps(0.01), faux.assistant_message("done")])
+    agent = make_agent([sleeps(0.01), faux.assistant_message("done")])
     waited: list[bool] = []
     async with trio.open_nursery() as nursery:
 

@@ -287,3 +287,67 @@ def test_events_bounds_are_checked() -> None:
 async def _enter(manager: Any) -> None:
     async with manager:
         pass
+
+
+_SIGINT_SCRIPT = """
+import os, signal, sys, trio
+import pi_trio as pt
+from pi_trio.providers import faux
+
+SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
+
+async def nap(tool_call_id, params, on_update):
+    if params["s"] == 0:
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C while the batch runs
+    await trio.sleep(params["s"] or 10)
+    return pt.ToolResult([pt.TextContent("woke")])
+
+def doze(tool_call_id, params, on_update):  # a sync tool, in a worker thread
+    import time
+    time.sleep(0.2)
+    return pt.ToolResult([pt.TextContent("dozed")])
+
+tools = [pt.AgentTool("nap", "Nap", "naps", SCHEMA, nap),
+         pt.AgentTool("doze", "Doze", "dozes", SCHEMA, doze)]
+calls = [faux.tool_call("doze", {"s": 1}, id="d"), faux.tool_call("nap", {"s": 5}, id="a"),
+         faux.tool_call("nap", {"s": 0}, id="b")]
+scripted = faux.FauxModel([faux.assistant_message(calls), faux.assistant_message("never")])
+agent = pt.Agent(pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted)
+async def main():
+    try:
+        await agent.prompt("go")
+    except BaseException as exc:  # what the caller of prompt() sees
+        print("raised", type(exc).__name__)
+        raise
+
+try:
+    trio.run(main)
+except KeyboardInterrupt:
+    pass
+messages = agent.state.messages
+results = {m.tool_call_id for m in messages if isinstance(m, pt.ToolResultMessage)}
+print("results", sorted(results))
+print("last", messages[-1].stop_reason, agent.state.is_streaming)
+"""
+
+
+def test_a_real_sigint_during_a_parallel_batch_raises_plain_keyboard_interrupt(
+    tmp_path: Any,
+) -> None:
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    script = tmp_path / "sigint.py"
+    script.write_text(_SIGINT_SCRIPT)
+    checkout = str(pathlib.Path(__file__).resolve().parents[1])  # this checkout's pi_trio
+    env = {**os.environ, "PYTHONPATH": checkout}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "raised KeyboardInterrupt", done.stdout + done.stderr
+    assert lines[1] == "results ['a', 'b', 'd']"  # the close-out answered every call
+    assert lines[2] == "last aborted False"

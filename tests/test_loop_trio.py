@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -11,60 +10,29 @@ import trio
 import trio.testing
 
 import pi_trio as pt
-from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
-from .replay import RecordingSink
+from .support import (
+    MODEL,
+    PROMPT,
+    RecordingSink,
+    calls,
+    faux,
+    last_assistant,
+    loop_setup,
+)
 from .transcript import assert_transcript_valid
-
-MODEL = pt.get_model("faux", "faux-1")
-TEXT_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
-
-
-async def _sleep_tool(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-    await trio.sleep(params["s"])
-    return pt.ToolResult([pt.TextContent(f"slept {params['s']}")])
-
-
-async def _echo(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-    return pt.ToolResult([pt.TextContent(params["text"])])
-
-
-SLEEP = pt.AgentTool("sleep", "Sleep", "sleeps", SLEEP_SCHEMA, _sleep_tool)
-ECHO = pt.AgentTool("echo", "Echo", "echoes", TEXT_SCHEMA, _echo)
-
-
-def _calls(*specs: tuple[str, dict[str, Any]]) -> pt.AssistantMessage:
-    return faux.assistant_message(
-        [faux.tool_call(name, args, id=f"call_{i}") for i, (name, args) in enumerate(specs, 1)]
-    )
-
-
-def _setup(
-    script: Sequence[faux.FauxResponse],
-    tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
-    **config: Any,
-) -> tuple[pt.AgentContext, pt.AgentLoopConfig, RecordingSink, faux.FauxModel]:
-    scripted = faux.FauxModel(script, token_delay=config.pop("token_delay", 0.0))
-    cfg = pt.AgentLoopConfig(model=MODEL, stream_fn=scripted, **config)
-    return pt.AgentContext("sys", [], list(tools)), cfg, RecordingSink(), scripted
-
-
-PROMPT = [pt.UserMessage("go")]
 
 
 def _last(context: pt.AgentContext) -> pt.AssistantMessage:
-    message = context.messages[-1]
-    assert isinstance(message, pt.AssistantMessage)
-    return message
+    return last_assistant(context.messages)
 
 
 # --- cancellation ------------------------------------------------------------------------------
 
 
 async def test_abort_mid_stream_keeps_partial_content(autojump_clock: Any) -> None:
-    ctx, cfg, sink, scripted = _setup(
+    ctx, cfg, sink, scripted = loop_setup(
         [faux.assistant_message("one two three four five")], token_delay=1.0
     )
     with trio.move_on_after(2.5) as scope:
@@ -81,8 +49,8 @@ async def test_abort_mid_stream_keeps_partial_content(autojump_clock: Any) -> No
 
 @pytest.mark.parametrize("mode", ["parallel", "sequential"])
 async def test_abort_mid_batch_gives_every_call_a_result(autojump_clock: Any, mode: str) -> None:
-    script = [_calls(("sleep", {"s": 1}), ("sleep", {"s": 10}), ("echo", {"text": "x"}))]
-    ctx, cfg, sink, scripted = _setup(script, tool_execution=mode)
+    script = [calls(("sleep", {"s": 1}), ("sleep", {"s": 10}), ("echo", {"text": "x"}))]
+    ctx, cfg, sink, scripted = loop_setup(script, tool_execution=mode)
     with trio.move_on_after(5):
         await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     results = [m for m in ctx.messages if isinstance(m, pt.ToolResultMessage)]
@@ -108,8 +76,8 @@ async def test_abort_mid_batch_gives_every_call_a_result(autojump_clock: Any, mo
 
 
 async def test_uncooperative_tools_stop_at_once(autojump_clock: Any) -> None:
-    script = [_calls(*[("sleep", {"s": 2}) for _ in range(100)])]
-    ctx, cfg, sink, _ = _setup(script)
+    script = [calls(*[("sleep", {"s": 2}) for _ in range(100)])]
+    ctx, cfg, sink, _ = loop_setup(script)
     start = trio.current_time()
     with trio.move_on_after(0.05):
         await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
@@ -124,8 +92,8 @@ async def test_abort_during_prepare_phase_starts_the_rest(autojump_clock: Any) -
         if ctx.tool_call.id == "call_2":
             await trio.sleep(10)
 
-    script = [_calls(("echo", {"text": "a"}), ("echo", {"text": "b"}), ("echo", {"text": "c"}))]
-    ctx, cfg, sink, _ = _setup(script, before_tool_call=slow_before)
+    script = [calls(("echo", {"text": "a"}), ("echo", {"text": "b"}), ("echo", {"text": "c"}))]
+    ctx, cfg, sink, _ = loop_setup(script, before_tool_call=slow_before)
     with trio.move_on_after(1):
         await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     starts = [e.tool_call_id for e in sink.events if isinstance(e, pt.ToolExecutionStart)]
@@ -146,7 +114,7 @@ async def test_sync_tool_is_abandoned_on_abort() -> None:
         return pt.ToolResult([pt.TextContent("late")])
 
     tool = pt.AgentTool("block", "Block", "blocks", {"type": "object"}, blocking)
-    ctx, cfg, sink, _ = _setup([_calls(("block", {}))], tools=[tool])
+    ctx, cfg, sink, _ = loop_setup([calls(("block", {}))], tools=[tool])
     try:
         with trio.move_on_after(0.2) as scope:
             await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
@@ -164,7 +132,7 @@ async def test_sync_tool_runs_in_a_thread_and_can_report_progress() -> None:
         return pt.ToolResult([pt.TextContent(threading.current_thread().name)])
 
     tool = pt.AgentTool("progress", "P", "p", {"type": "object"}, progress)
-    ctx, cfg, sink, _ = _setup([_calls(("progress", {})), faux.assistant_message("ok")], [tool])
+    ctx, cfg, sink, _ = loop_setup([calls(("progress", {})), faux.assistant_message("ok")], [tool])
     await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     updates = [e for e in sink.events if isinstance(e, pt.ToolExecutionUpdate)]
     assert [u.partial_result.content for u in updates] == [[pt.TextContent("half")]]
@@ -174,7 +142,7 @@ async def test_sync_tool_runs_in_a_thread_and_can_report_progress() -> None:
 
 
 async def test_cancel_before_the_model_call_never_calls_it() -> None:
-    ctx, cfg, sink, scripted = _setup([faux.assistant_message("x")])
+    ctx, cfg, sink, scripted = loop_setup([faux.assistant_message("x")])
     with trio.CancelScope() as scope:
         scope.cancel()
         await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
@@ -185,7 +153,7 @@ async def test_cancel_before_the_model_call_never_calls_it() -> None:
 
 
 async def test_leaving_agent_loop_early_aborts_cleanly(autojump_clock: Any) -> None:
-    ctx, cfg, _, _ = _setup([_calls(("sleep", {"s": 5})), faux.assistant_message("done")])
+    ctx, cfg, _, _ = loop_setup([calls(("sleep", {"s": 5})), faux.assistant_message("done")])
     seen = []
     async with pt.agent_loop(PROMPT, ctx, cfg) as events:
         async for event in events:
@@ -198,7 +166,7 @@ async def test_leaving_agent_loop_early_aborts_cleanly(autojump_clock: Any) -> N
 
 
 async def test_agent_loop_channel_carries_the_whole_run() -> None:
-    ctx, cfg, _, _ = _setup([_calls(("echo", {"text": "hi"})), faux.assistant_message("done")])
+    ctx, cfg, _, _ = loop_setup([calls(("echo", {"text": "hi"})), faux.assistant_message("done")])
     async with pt.agent_loop(PROMPT, ctx, cfg, max_buffer_size=0) as events:
         seen = [event async for event in events]
     assert_event_grammar(seen)
@@ -214,7 +182,7 @@ async def test_close_out_deliveries_are_bounded_by_the_grace_period(autojump_clo
             if self.aborted:
                 await trio.sleep_forever()
 
-    ctx, cfg, _, _ = _setup([_calls(("sleep", {"s": 10}))], close_timeout=3.0)
+    ctx, cfg, _, _ = loop_setup([calls(("sleep", {"s": 10}))], close_timeout=3.0)
     sink = StuckAfterAbort()
     start = trio.current_time()
     with trio.move_on_after(1):
@@ -258,10 +226,13 @@ async def test_stream_fn_exception_is_an_error_message() -> None:
 
 async def test_stream_failing_mid_message_keeps_partial() -> None:
     async def events(model: pt.Model, context: pt.Context, options: pt.StreamOptions) -> Any:
-        builder = pt.providers.MessageBuilder(model)
-        yield builder.start()
-        yield builder.text_start()
-        yield builder.text_delta(0, "par")
+        partial = pt.AssistantMessage([], model.api, model.provider, model.id)
+        yield pt.StreamStart(partial)
+        block = pt.TextContent()
+        partial.content.append(block)
+        yield pt.TextStart(0, partial)
+        block.append("par")
+        yield pt.TextDelta(0, "par", partial)
         raise ConnectionResetError("peer went away")
 
     from contextlib import aclosing
@@ -283,8 +254,8 @@ async def test_failing_sink_ends_the_run_with_a_valid_transcript() -> None:
             if isinstance(event, pt.ToolExecutionEnd):
                 raise RuntimeError("listener broke")
 
-    script = [_calls(("echo", {"text": "a"}), ("echo", {"text": "b"}))]
-    ctx, cfg, _, scripted = _setup(script)
+    script = [calls(("echo", {"text": "a"}), ("echo", {"text": "b"}))]
+    ctx, cfg, _, scripted = loop_setup(script)
     sink = Exploding()
     new = await pt.run_agent_loop(PROMPT, ctx, cfg, sink)  # returns: the failure is recorded
     last = _last(ctx)
@@ -299,7 +270,9 @@ async def test_tool_raising_an_exception_group_is_an_error_result() -> None:
         raise ExceptionGroup("two failures", [ValueError("a"), KeyError("b")])
 
     tool = pt.AgentTool("g", "G", "g", {"type": "object"}, grouped)
-    ctx, cfg, sink, _ = _setup([_calls(("g", {}), ("g", {})), faux.assistant_message("ok")], [tool])
+    ctx, cfg, sink, _ = loop_setup(
+        [calls(("g", {}), ("g", {})), faux.assistant_message("ok")], [tool]
+    )
     await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     results = [m for m in ctx.messages if isinstance(m, pt.ToolResultMessage)]
     assert all(r.is_error and "two failures" in r.content[0].text for r in results)  # type: ignore[union-attr]
@@ -310,7 +283,7 @@ async def test_failing_steering_poll_ends_with_error() -> None:
     def poll() -> list[pt.AgentMessage]:
         raise RuntimeError("queue unavailable")
 
-    ctx, cfg, sink, _ = _setup([faux.assistant_message("x")], get_steering_messages=poll)
+    ctx, cfg, sink, _ = loop_setup([faux.assistant_message("x")], get_steering_messages=poll)
     await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     assert _last(ctx).error_message == "queue unavailable"
     assert_event_grammar(sink.events)
@@ -328,7 +301,7 @@ async def test_length_cut_tool_calls_are_not_executed() -> None:
 
     tool = pt.AgentTool("w", "W", "w", {"type": "object"}, record)
     cut = faux.assistant_message([faux.tool_call("w", {}, id="c1")], stop_reason="length")
-    ctx, cfg, _, scripted = _setup([cut, faux.assistant_message("retry")], [tool])
+    ctx, cfg, _, scripted = loop_setup([cut, faux.assistant_message("retry")], [tool])
     await pt.run_agent_loop(PROMPT, ctx, cfg, RecordingSink())
     assert executed == []
     result = ctx.messages[2]
@@ -342,7 +315,7 @@ async def test_errored_assistant_tool_calls_are_never_executed() -> None:
     broken = faux.assistant_message(
         [faux.tool_call("echo", {"text": "a"}, id="c1")], stop_reason="error", error_message="x"
     )
-    ctx, cfg, sink, _ = _setup([broken])
+    ctx, cfg, sink, _ = loop_setup([broken])
     await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     assert "tool_execution_start" not in sink.types
     assert_transcript_valid(ctx.messages)
@@ -363,11 +336,11 @@ async def test_steering_is_injected_between_turns_and_follow_ups_at_the_end() ->
         steering.append(pt.UserMessage("steer"))  # arrives mid-turn: must wait for turn_end
 
     script = [
-        _calls(("echo", {"text": "a"})),
+        calls(("echo", {"text": "a"})),
         faux.assistant_message("b"),
         faux.assistant_message("c"),
     ]
-    ctx, cfg, sink, _ = _setup(
+    ctx, cfg, sink, _ = loop_setup(
         script,
         get_steering_messages=drain(steering),
         get_follow_up_messages=drain(follow),
@@ -386,8 +359,8 @@ async def test_steering_is_injected_between_turns_and_follow_ups_at_the_end() ->
 
 
 async def test_should_stop_after_turn_ends_the_run() -> None:
-    script = [_calls(("echo", {"text": "a"})), faux.assistant_message("never")]
-    ctx, cfg, sink, scripted = _setup(script, should_stop_after_turn=lambda c: True)
+    script = [calls(("echo", {"text": "a"})), faux.assistant_message("never")]
+    ctx, cfg, sink, scripted = loop_setup(script, should_stop_after_turn=lambda c: True)
     await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
     assert len(scripted.calls) == 1
     assert sink.types[-2:] == ["turn_end", "agent_end"]
@@ -395,14 +368,14 @@ async def test_should_stop_after_turn_ends_the_run() -> None:
 
 async def test_api_key_is_resolved_before_every_request() -> None:
     keys = iter(["k1", "k2"])
-    script = [_calls(("echo", {"text": "a"})), faux.assistant_message("done")]
-    ctx, cfg, _, scripted = _setup(script, get_api_key=lambda provider: next(keys))
+    script = [calls(("echo", {"text": "a"})), faux.assistant_message("done")]
+    ctx, cfg, _, scripted = loop_setup(script, get_api_key=lambda provider: next(keys))
     await pt.run_agent_loop(PROMPT, ctx, cfg, RecordingSink())
     assert [c.options.api_key for c in scripted.calls] == ["k1", "k2"]
 
 
 async def test_continue_refuses_bad_transcripts() -> None:
-    ctx, cfg, sink, _ = _setup([])
+    ctx, cfg, sink, _ = loop_setup([])
     with pytest.raises(pt.ContinueError, match="no messages"):
         await pt.run_agent_loop_continue(ctx, cfg, sink)
     ctx.messages.append(faux.assistant_message("x"))
@@ -411,8 +384,8 @@ async def test_continue_refuses_bad_transcripts() -> None:
 
 
 async def test_request_context_is_a_snapshot_of_the_transcript() -> None:
-    script = [_calls(("echo", {"text": "a"})), faux.assistant_message("done")]
-    ctx, cfg, _, scripted = _setup(script)
+    script = [calls(("echo", {"text": "a"})), faux.assistant_message("done")]
+    ctx, cfg, _, scripted = loop_setup(script)
     await pt.run_agent_loop(PROMPT, ctx, cfg, RecordingSink())
     first, second = (list(c.context.messages) for c in scripted.calls)
     assert [m.role for m in first] == ["user"]

@@ -58,6 +58,8 @@ class Subscription:
             raise ValueError(f"max_buffer_size must be >= 0, got {max_buffer_size!r}")
         if on_overflow not in ("disconnect", "block"):
             raise ValueError(f'on_overflow must be "disconnect" or "block", got {on_overflow!r}')
+        if on_overflow == "block" and max_buffer_size < 1:
+            raise ValueError('on_overflow="block" needs max_buffer_size >= 1')
         if max_backlog is None:
             max_backlog = max(DEFAULT_MAX_BACKLOG, max_buffer_size)
         if max_backlog < max_buffer_size:
@@ -83,7 +85,11 @@ class Subscription:
         closed it, or it overflowed under "disconnect"). Under "block" the caller awaits
         :meth:`wait_for_room` first when :meth:`full`."""
         queued = self.queued
-        if queued >= self.max_buffer_size and not self.blocks:
+        if (
+            queued >= self.max_buffer_size
+            and not self.blocks
+            and not self._send.statistics().tasks_waiting_receive  # a reader waits: hand it
+        ):
             if isinstance(event, _DROPPABLE):
                 self.dropped += 1
                 return True

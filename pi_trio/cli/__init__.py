@@ -71,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="an interactive chat with example tools")
     model_options(chat, SCRIPTED, 0.03)
     chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
+    chat.add_argument(
+        "--mcp", action="append", default=[], metavar="'CMD ARGS'",
+        help="an MCP server to start over stdio; its tools join the chat (repeatable)",
+    )  # fmt: skip
+    chat.add_argument(
+        "--mcp-url", action="append", default=[], metavar="URL",
+        help="a streamable-HTTP MCP server whose tools join the chat (repeatable)",
+    )  # fmt: skip
     add_session_options(chat)
 
     rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
@@ -135,8 +143,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.session:
             from ._sessions import run_durable
 
-            return run_durable(args, make_agent, _chat)
-        return trio.run(_chat, make_agent)
+            return run_durable(
+                args, make_agent, lambda factory: _chat(factory, args.mcp, args.mcp_url)
+            )
+        return trio.run(_chat, make_agent, args.mcp, args.mcp_url)
     if args.command == "rpc":
         from ._rpc import run_stdio
 
@@ -165,10 +175,16 @@ def _proxy(host: str, port: int, token: str | None) -> int:
     return 0
 
 
-async def _chat(make_agent: Callable[[], Agent]) -> int:
+async def _chat(make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[str]) -> int:
     from ._chat import ChatSession
 
-    return await ChatSession(make_agent()).run()
+    agent = make_agent()
+    if not mcp and not mcp_urls:
+        return await ChatSession(agent).run()
+    from ._mcp import open_mcp_tools
+
+    async with open_mcp_tools(agent, mcp, mcp_urls) as refresh:
+        return await ChatSession(agent, before_prompt=refresh).run()
 
 
 async def _serve(make_agent: Callable[[], Agent], host: str, port: int) -> int:

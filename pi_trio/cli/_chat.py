@@ -39,8 +39,10 @@ class ChatSession:
         out: TextIO | None = None,
         read_line: Callable[[], Awaitable[str | None]] = read_stdin_line,
         echo_input: bool | None = None,
+        before_prompt: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
+        self.before_prompt = before_prompt  # e.g. refresh MCP tools
         self.out = out if out is not None else sys.stdout
         self.style = Style(wants_color(self.out))
         self.printer = EventPrinter(self.out, self.style)
@@ -109,6 +111,8 @@ class ChatSession:
                 continue
             self.running, self.abort_requested = True, False
             try:
+                if self.before_prompt is not None:
+                    await self.before_prompt()
                 await self.agent.prompt(text)
             finally:
                 self.running = False

@@ -7,11 +7,18 @@ prompt runs in a task of the session's nursery, so ``steer``, ``follow_up``, ``a
 ``get_state`` are served while it streams. A line that is not valid JSON, not an object, of an
 unknown type, or whose message does not fit pi's wire format gets an error response; the
 session and the agent go on untouched. The protocol is documented in docs/rpc.md.
+
+Over TCP each connection is its own session: whatever fails inside one (a bug, an agent
+factory that raises, a resource running out) ends that connection only, after an ``error``
+line to its client when one can still be written and an ERROR record on the
+``pi_trio.cli`` logger; the server goes on serving every other connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +35,11 @@ from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
 __all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
 
 COMMANDS = ("abort", "follow_up", "get_state", "prompt", "reset", "steer")
+
+logger = logging.getLogger("pi_trio.cli")
+
+_CONNECTION_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+_ERROR_LINE_SECONDS = 1.0
 
 
 class CommandError(Exception):
@@ -280,21 +292,43 @@ async def serve_tcp_rpc(
     """``pi-trio serve``: the same protocol over TCP, a fresh agent per connection.
 
     Runs until cancelled. A connection that breaks ends its own session only (its run is
-    aborted); it never takes the server down. ``task_status.started`` gets the listeners
-    (``port=0`` picks a free port: read it from ``listeners[0].socket.getsockname()``).
+    aborted), and so does any other failure inside it (an ``error`` line is sent to that
+    client if possible and the failure logged on ``pi_trio.cli``): it never takes the server
+    down. ``task_status.started`` gets the listeners (``port=0`` picks a free port: read it
+    from ``listeners[0].socket.getsockname()``).
     """
 
     async def handle(stream: trio.SocketStream) -> None:
         peer = _peer(stream)
         log(f"connection from {peer}")
-        try:
-            async with stream:
-                await RpcSession(make_agent(), StreamLines(stream)).run()
-        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
-            log(f"connection from {peer} broke: {group.exceptions[0]!r}")
+        async with stream:
+            lines = StreamLines(stream)
+            try:
+                await RpcSession(make_agent(), lines).run()
+            except* _CONNECTION_ERRORS as group:
+                log(f"connection from {peer} broke: {_first(group)!r}")
+            except* Exception as group:  # Cancelled and KeyboardInterrupt go on out
+                failure = _first(group)
+                logger.error("connection from %s failed; closing it", peer, exc_info=failure)
+                log(f"connection from {peer} failed: {type(failure).__name__}; closing it")
+                await _send_failure(lines, failure)
         log(f"connection from {peer} closed")
 
     await trio.serve_tcp(handle, port, host=host, task_status=task_status)
+
+
+def _first(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+async def _send_failure(lines: StreamLines, failure: BaseException) -> None:
+    """Tell the client why its connection is closing, if it can still be told (bounded)."""
+    text = f"internal error: {type(failure).__name__}: {failure}"[:500]
+    with trio.move_on_after(_ERROR_LINE_SECONDS):
+        with contextlib.suppress(*_CONNECTION_ERRORS):
+            await lines.send_line(encode({"type": "error", "error": f"{text}; closing"}))
 
 
 def _peer(stream: trio.SocketStream) -> str:

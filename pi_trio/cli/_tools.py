@@ -1,7 +1,9 @@
 """Example tools for ``chat``, ``rpc`` and ``serve``: the time, arithmetic, reading a file.
 
 They are small on purpose and safe to hand to any model: the calculator evaluates arithmetic
-only (no names, no calls), and ``read_file`` reads text files under the working directory.
+only (no names, no calls) on numbers of bounded size (so that no expression can hold the
+process for long: ``((9**999)**999)**999`` is an error result, at once), and ``read_file``
+reads text files under the working directory.
 """
 
 from __future__ import annotations
@@ -31,32 +33,61 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
 }
 MAX_FILE_BYTES = 64 * 1024
+MAX_EXPONENT = 1000
+MAX_INT_BITS = 10_000
+"""The largest integer the calculator computes with: about 3,000 decimal digits. Every operand
+and result is checked, and a power is refused before it is computed, so each step is cheap."""
+
+_ONLY_ARITHMETIC = "only numbers and + - * / // % ** ( ) are allowed"
+_TOO_LARGE = (
+    f"number too large: the calculator works with at most {MAX_INT_BITS} bits (about 3,000 digits)"
+)
 
 
-def _evaluate(node: ast.AST) -> float | int:
+def _bounded(value: Any) -> Any:
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise ValueError(_TOO_LARGE)
+    return value
+
+
+def _power(left: Any, right: Any) -> Any:
+    if abs(right) > MAX_EXPONENT:
+        raise ValueError(f"exponent too large: at most {MAX_EXPONENT}")
+    exact = isinstance(left, int) and isinstance(right, int) and right > 0
+    if exact and (abs(left).bit_length() - 1) * right > MAX_INT_BITS:  # a lower bound
+        raise ValueError(_TOO_LARGE)
+    return left**right
+
+
+def _evaluate(node: ast.AST) -> Any:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         if isinstance(node.value, bool):
-            raise ValueError("only numbers and + - * / // % ** ( ) are allowed")
-        return node.value
+            raise ValueError(_ONLY_ARITHMETIC)
+        return _bounded(node.value)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-            raise ValueError("exponent too large")
-        return _BINARY[type(node.op)](left, right)  # type: ignore[no-any-return]
+        if isinstance(node.op, ast.Pow):
+            return _bounded(_power(left, right))
+        return _bounded(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))  # type: ignore[no-any-return]
-    raise ValueError("only numbers and + - * / // % ** ( ) are allowed")
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    raise ValueError(_ONLY_ARITHMETIC)
 
 
 def evaluate_arithmetic(expression: str) -> float | int:
     """The value of an arithmetic expression; ``ValueError`` for anything else."""
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
+    except (SyntaxError, ValueError) as exc:  # ValueError: a literal of over 4,300 digits
         raise ValueError(f"not an arithmetic expression: {expression!r}") from exc
-    return _evaluate(tree)
+    try:
+        return _evaluate(tree)  # type: ignore[no-any-return]
+    except OverflowError:  # a float out of range, or an int too large for one
+        raise ValueError(_TOO_LARGE) from None
+    except ZeroDivisionError:
+        raise ValueError("division by zero") from None
 
 
 @tool

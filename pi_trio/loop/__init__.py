@@ -107,7 +107,7 @@ async def _channel_run(
             except BaseException as exc:
                 body_exc = exc  # re-raised below, outside the nursery: not wrapped in a group
             finally:
-                nursery.cancel_scope.cancel()
+                nursery.cancel_scope.cancel(reason="agent_loop() block left")
                 receive.close()
     except BaseExceptionGroup as group:
         cancelled = only_cancelled(group)

@@ -29,7 +29,25 @@ ToolExecution: TypeAlias = Literal["parallel", "sequential"]
 
 
 class EventSink(Protocol):
-    """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike."""
+    """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike.
+
+    The loop awaits ``send(event)`` for each event, in order, from the task that runs it (or,
+    during a parallel tool batch, from one tool task at a time). Two rules a sink must keep:
+
+    * **A cancelled send is retried.** When a cancellation interrupts ``send(event)``, the
+      run's close-out calls ``send`` again with the *same* event object before the closing
+      events. A memory channel's cancelled send delivered nothing, so this delivers it once; a
+      sink that fans out (``pt.Agent``'s) resumes with the receivers that missed it. A sink that
+      cannot tell should make its sends idempotent for the same object.
+    * **An exception from send ends the run** with stop_reason "error" (the exception's text);
+      the closing events are still sent, and their exceptions are ignored.
+
+    A sink may also have a synchronous ``apply(event)`` (read once per run): the loop calls it
+    for each event before sending it, and for every closing event before it delivers any of
+    them, so the sink's own state is complete even when delivery is cut short. A
+    ``message_update`` whose message is the one already streaming is not applied (it changes no
+    state); every other event is.
+    """
 
     def send(self, value: AgentEvent, /) -> Awaitable[None]: ...
 

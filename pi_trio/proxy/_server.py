@@ -3,7 +3,8 @@
 :class:`ProxyServer` holds the provider keys (its own environment, or ``get_api_key``) so
 that its clients need only the proxy's bearer token. Per request it checks the token
 (constant-time), limits the body size (413) and the time to send it, validates the body
-through the wire format (400 naming the path of the problem), resolves the model on the
+through the wire format (400 naming the path of the problem; so is a body nested too deeply,
+for the JSON parser or for the wire format's ``max_depth``), resolves the model on the
 server's side (a client cannot point the server's keys at a host of its choosing), streams
 the upstream answer as pi's compact events, and bounds the whole request in time.
 
@@ -222,6 +223,8 @@ class ProxyServer:
             data = json.loads(raw)
         except ValueError as exc:
             raise _Reject(400, f"invalid JSON body: {exc}") from None
+        except RecursionError:  # the parser's own stack limit, some hundreds of levels
+            raise _Reject(400, "invalid JSON body: nested too deeply to parse") from None
         if not isinstance(data, dict):
             raise _Reject(400, "invalid request body: (root): expected an object")
         try:

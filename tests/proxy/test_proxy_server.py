@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import attrs
@@ -265,3 +266,41 @@ async def test_keys_come_from_get_api_key(
         {"error": "upstream setup failed: RuntimeError"},
     )
     assert asked == ["openai", "openai"]
+
+
+def _deep_details(levels: int) -> bytes:
+    message = pt.to_json(pt.ToolResultMessage("c1", "t", [], details="@", timestamp=1))
+    data = json.dumps(body(context={"messages": [message]}))
+    return data.replace('"@"', "[" * levels + "]" * levels).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "invalid JSON body: nested too deeply to parse"),
+        (
+            json.dumps(body(context={"messages": "@"}))
+            .replace('"@"', "[" * 5000 + "]" * 5000)
+            .encode(),
+            "invalid JSON body: nested too deeply to parse",
+        ),
+        (
+            _deep_details(500),
+            "invalid request body: context.messages[0].details"
+            + "[0]" * 64
+            + ": nested deeper than 64 arrays/objects",
+        ),
+    ],
+    ids=["100k-arrays", "messages-5000-deep", "details-500-deep"],
+)
+async def test_a_deeply_nested_body_is_400(
+    start_proxy: StartProxy, client, caplog: pytest.LogCaptureFixture, content, error
+) -> None:
+    scripted = faux.FauxModel([faux.assistant_message("fine")])
+    server = await start_proxy(stream_fn=scripted)
+    response = await post(client, server, json=None, content=content, headers=AUTH)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(error)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert scripted.call_count == 0
+    assert (await post(client, server, headers=AUTH)).status_code == 200  # still serving

@@ -1,0 +1,302 @@
+"""The hooks that put records and tagged unions on a cattrs converter, and pi's data model.
+
+Part of :mod:`pi_trio.wire` (which documents the format): each function here registers on the
+``cattrs.Converter`` it is given, so every :class:`pi_trio.wire.WireConverter` gets its own.
+Records get camelCase keys with their ``type``/``role`` tag first; a union is structured by
+the class its tag names, with the known tags listed when it names none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ._wire_values import Invalid, camel, describe, structure_bool, structure_str
+from .events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    StreamDone,
+    StreamError,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+)
+from .messages import (
+    AgentMessage,
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultContent,
+    ToolResultMessage,
+    Usage,
+    UsageCost,
+    UserContent,
+    UserMessage,
+)
+from .models import Model, ModelCost
+
+__all__ = [
+    "PI_ROLES",
+    "install_data_model",
+    "optional_fields",
+    "register_literals",
+    "register_record",
+    "register_union",
+    "tags",
+]
+
+PI_ROLES: Mapping[str, type[Any]] = {
+    "user": UserMessage,
+    "assistant": AssistantMessage,
+    "toolResult": ToolResultMessage,
+}
+"""pi's own message roles, which an application's message type cannot take."""
+
+
+def _structure_literal(value: Any, type_: Any) -> Any:
+    allowed = get_args(type_)
+    if isinstance(value, bool) or value not in allowed:
+        expected = ", ".join(repr(a) for a in allowed)
+        raise Invalid(f"expected one of {expected}, got {value!r}")
+    return value
+
+
+def _is_literal(type_: Any) -> bool:
+    origin: Any = get_origin(type_)
+    return origin is Literal
+
+
+def register_literals(conv: cattrs.Converter) -> None:
+    """``Literal[...]`` fields accept exactly their values (``True`` is not ``1``)."""
+    conv.register_structure_hook_func(_is_literal, _structure_literal)
+
+
+def _noted(exc: Exception, name: str) -> Exception:
+    """Mark ``exc`` as being about the key ``name``, the way cattrs marks attributes."""
+    note = AttributeValidationNote(f"Structuring @ attribute {name}", name, object)
+    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+    return exc
+
+
+def optional_fields(cls: type[Any]) -> frozenset[str]:
+    """The fields of ``cls`` whose default is ``None`` (omitted from JSON while ``None``)."""
+    return frozenset(f.name for f in attrs.fields(cls) if f.default is None)
+
+
+def tags(*classes: Any, key: str = "type") -> Callable[[], Mapping[str, type[Any]]]:
+    """The choices of a union: each class under its ``key`` class attribute."""
+    table = {getattr(cls, key): cls for cls in classes}
+    return lambda: table
+
+
+def register_record(
+    conv: cattrs.Converter,
+    cls: type[Any],
+    tag: tuple[str, str] | None = None,
+    omit_if_default: frozenset[str] = frozenset(),
+) -> None:
+    """Hooks for an attrs class: camelCase keys; ``tag`` = (key, value) written first."""
+    fields = attrs.fields(cls)
+    unstructure_overrides = {
+        f.name: override(rename=camel(f.name), omit_if_default=f.name in omit_if_default)
+        for f in fields
+    }
+    structure_overrides = {f.name: override(rename=camel(f.name)) for f in fields}
+    unstructure = make_dict_unstructure_fn(cls, conv, **unstructure_overrides)  # type: ignore[arg-type]
+    structure = make_dict_structure_fn(cls, conv, **structure_overrides)  # type: ignore[arg-type]
+    if tag is None:
+        conv.register_unstructure_hook(cls, unstructure)
+    else:
+        key, value = tag
+
+        def unstructure_tagged(obj: Any) -> dict[str, Any]:
+            return {key: value, **unstructure(obj)}
+
+        conv.register_unstructure_hook(cls, unstructure_tagged)
+
+    def structure_record(data: Any, target: type) -> Any:
+        if not isinstance(data, Mapping):
+            raise Invalid(f"expected an object, got {describe(data)}")
+        return structure(data, target)
+
+    conv.register_structure_hook(cls, structure_record)
+
+
+def _register_streamed_block(
+    conv: cattrs.Converter,
+    cls: type[Any],
+    tag: str,
+    key: str,
+    optional: tuple[tuple[str, str, Any], ...],
+) -> None:
+    """Hooks for TextContent/ThinkingContent, whose main string is a property."""
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": tag, key: getattr(obj, key)}
+        for attr, json_key, default in optional:
+            value = getattr(obj, attr)
+            if value != default:
+                out[json_key] = value
+        return out
+
+    def structure(data: Any, _: type) -> Any:
+        if not isinstance(data, Mapping):
+            raise Invalid(f"expected an object, got {describe(data)}")
+        errors: list[Exception] = []
+        kwargs: dict[str, Any] = {}
+        if key not in data:
+            errors.append(_noted(KeyError(key), key))
+        else:
+            try:
+                kwargs[key] = structure_str(data[key], str)
+            except Invalid as exc:
+                errors.append(_noted(exc, key))
+        for attr, json_key, default in optional:
+            value = data.get(json_key)
+            if value is None:
+                continue
+            try:
+                if isinstance(default, bool):
+                    kwargs[attr] = structure_bool(value, bool)
+                else:
+                    kwargs[attr] = structure_str(value, str)
+            except Invalid as exc:
+                errors.append(_noted(exc, json_key))
+        if errors:
+            raise ClassValidationError(f"While structuring {cls.__name__}", errors, cls)
+        return cls(**kwargs)
+
+    conv.register_unstructure_hook(cls, unstructure)
+    conv.register_structure_hook(cls, structure)
+
+
+def register_union(
+    conv: cattrs.Converter,
+    union: Any,
+    tag_key: str,
+    choices: Callable[[], Mapping[str, type[Any]]],
+    what: str,
+) -> None:
+    """Structure ``union`` as the class ``choices()[data[tag_key]]`` (read on every call)."""
+    structure_as = conv.structure
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise Invalid(f"expected an object, got {describe(data)}")
+        options = choices()
+        if tag_key not in data:
+            missing = _noted(KeyError(tag_key), tag_key)
+            raise ClassValidationError(f"While structuring {what}", [missing], object)
+        tag = data[tag_key]
+        cls = options.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            known = ", ".join(sorted(options))
+            unknown = Invalid(f"unknown {what} {tag!r} (expected one of: {known})")
+            raise ClassValidationError(
+                f"While structuring {what}", [_noted(unknown, tag_key)], object
+            )
+        return structure_as(data, cls)
+
+    conv.register_structure_hook_func(lambda t: t == union, structure)
+
+
+def install_data_model(
+    conv: cattrs.Converter, message_roles: Callable[[], Mapping[str, type[Any]]]
+) -> None:
+    """pi's records and unions; ``message_roles()`` gives the roles of ``pt.AgentMessage``.
+
+    Unions come first (they are resolved lazily); records look their field hooks up when
+    registered, so the value hooks must already be on ``conv``.
+    """
+    register_union(
+        conv, AssistantContent, "type", tags(TextContent, ThinkingContent, ToolCall), "type"
+    )
+    register_union(conv, UserContent, "type", tags(TextContent, ImageContent), "type")
+    register_union(conv, ToolResultContent, "type", tags(TextContent, ImageContent), "type")
+    register_union(conv, Message, "role", lambda: PI_ROLES, "role")
+    register_union(conv, AgentMessage, "role", message_roles, "role")
+    register_union(
+        conv,
+        StreamEvent,
+        "type",
+        tags(StreamStart, TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta,
+             ThinkingEnd, ToolCallStart, ToolCallDelta, ToolCallEnd, StreamDone, StreamError),
+        "type",
+    )  # fmt: skip
+    register_union(
+        conv,
+        AgentEvent,
+        "type",
+        tags(AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, MessageUpdate, MessageEnd,
+             ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd),
+        "type",
+    )  # fmt: skip
+    structure_as = conv.structure
+
+    def structure_user_content(value: Any, _: Any) -> str | list[UserContent]:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return structure_as(value, list[UserContent])
+        raise Invalid(f"expected a string or an array, got {describe(value)}")
+
+    conv.register_structure_hook_func(
+        lambda t: t == (str | list[UserContent]), structure_user_content
+    )
+    text_optional = (("text_signature", "textSignature", None),)
+    _register_streamed_block(conv, TextContent, "text", "text", text_optional)
+    thinking_optional = (
+        ("thinking_signature", "thinkingSignature", None),
+        ("redacted", "redacted", False),
+    )
+    _register_streamed_block(conv, ThinkingContent, "thinking", "thinking", thinking_optional)
+    register_record(conv, ImageContent, ("type", "image"))
+    register_record(conv, ToolCall, ("type", "toolCall"), optional_fields(ToolCall))
+    register_record(conv, UsageCost)
+    register_record(conv, Usage)
+    register_record(conv, UserMessage, ("role", "user"))
+    register_record(
+        conv, AssistantMessage, ("role", "assistant"), optional_fields(AssistantMessage)
+    )
+    register_record(conv, ToolResultMessage, ("role", "toolResult"), frozenset({"details"}))
+    register_record(conv, ToolResult, None, frozenset({"details", "terminate"}))
+    register_record(conv, Tool)
+    register_record(conv, Context, None, frozenset({"system_prompt"}))
+    register_record(conv, ModelCost)
+    register_record(conv, Model, None, frozenset({"headers", "compat"}))
+    for event_cls in (
+        StreamStart, TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta, ThinkingEnd,
+        ToolCallStart, ToolCallDelta, ToolCallEnd, StreamDone, StreamError,
+        AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, MessageUpdate, MessageEnd,
+        ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd,
+    ):  # fmt: skip
+        register_record(conv, event_cls, ("type", event_cls.type))

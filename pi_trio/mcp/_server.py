@@ -1,0 +1,397 @@
+"""``open_stdio_server`` / ``open_http_server`` and the :class:`McpServer` they hand out.
+
+Exceptions::
+
+    PiError
+     +-- McpServerError   the server could not be reached, broke, timed out or refused a call
+     +-- McpToolError     the tool ran and answered isError (the message is the server's text)
+
+Either one raised from a tool's ``execute`` becomes an error tool result in the loop, so a
+failing server never fails a run: the model reads what happened. A broken connection (a stdio
+child that exited, an HTTP session the server no longer knows, a transport that failed) is
+closed; the next call opens a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from types import EllipsisType
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import trio
+from mcp import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from .._errors import PiError
+from ..events import ToolResult
+from ..tools import AgentTool, OnUpdate
+from ._connection import Connection, TransportFactory, describe
+from ._results import McpToolError, progress_result, to_tool_result
+
+__all__ = ["McpServer", "McpServerError", "McpToolError", "open_http_server", "open_stdio_server"]
+
+logger = logging.getLogger("pi_trio.mcp")
+
+_RECONNECT_CODES = frozenset(
+    {types.CONNECTION_CLOSED, types.PARSE_ERROR, types.INTERNAL_ERROR}
+)  # the connection is not to be trusted any more
+_MAX_PAGES = 100
+
+
+class McpServerError(PiError):
+    """An MCP server could not be reached, broke during a call, timed out or refused it.
+
+    The message starts with ``MCP server '<name>':`` and says what happened.
+    """
+
+
+class McpServer:
+    """One MCP server (a stdio child or a streamable-HTTP endpoint) inside its ``open_*`` block.
+
+    Made by :func:`open_stdio_server` / :func:`open_http_server`, not directly. The connection
+    is opened when the block is entered and re-opened by the first call after it broke;
+    ``connections_opened`` counts them (1 + reconnections).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        make_transport: TransportFactory,
+        nursery: trio.Nursery,
+        *,
+        timeout: float | None,
+        tool_timeouts: Mapping[str, float | None],
+        connect_timeout: float,
+        mode: str,
+        closed_text: str,
+    ) -> None:
+        self._name = name
+        self._closed_text = closed_text
+        self._make_transport = make_transport
+        self._nursery = nursery
+        self._timeout = timeout
+        self._tool_timeouts = dict(tool_timeouts)
+        self._connect_timeout = connect_timeout
+        self._mode = mode
+        self._connection: Connection | None = None
+        self._connect_lock = trio.Lock()
+        self._closed = False
+        self._listing: list[types.Tool] | None = None
+        self._tools_changed = False
+        self.connections_opened = 0
+
+    @property
+    def name(self) -> str:
+        """The name errors and logs use for this server."""
+        return self._name
+
+    @property
+    def tools_changed(self) -> bool:
+        """True when the server announced ``tools/list_changed`` since the last
+        :meth:`tools`: call it again (before the next prompt) to get the new list."""
+        return self._tools_changed
+
+    def _fail(self, what: str) -> McpServerError:
+        return McpServerError(f"MCP server {self._name!r}: {what}")
+
+    def _note_tools_changed(self) -> None:
+        self._tools_changed = True
+
+    async def _connect(self) -> Connection:
+        """The live connection, opening one when there is none or the last one ended.
+
+        Raises:
+            McpServerError: the server could not be started or reached, or did not answer the
+                handshake within ``connect_timeout``.
+        On cancellation the connection being opened goes on opening (a later call uses it).
+        """
+        async with self._connect_lock:
+            connection = self._connection
+            if connection is not None and connection.stopping:
+                await connection.ended.wait()  # one child or session at a time (bounded close)
+            if connection is None or connection.ended.is_set():
+                if self._closed:
+                    raise self._fail("its block has closed")
+                connection = Connection(
+                    self._make_transport,
+                    mode=self._mode,
+                    connect_timeout=self._connect_timeout,
+                    closed_text=self._closed_text,
+                    on_tools_changed=self._note_tools_changed,
+                )
+                self._connection = connection
+                self.connections_opened += 1
+                self._nursery.start_soon(connection.run)
+            await connection.settled.wait()
+        if connection.client is None:
+            raise self._fail(f"could not connect: {connection.failure or 'the connection closed'}")
+        return connection
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The server's tools as the SDK describes them (every page of ``tools/list``).
+
+        Raises:
+            McpServerError: the server could not be reached or did not answer in ``timeout``.
+        On cancellation the request is cancelled on the server and nothing is kept.
+        """
+        self._tools_changed = False  # a change announced from here on is not lost
+        try:
+            return await self._list_tools()
+        except BaseException:
+            self._tools_changed = True  # not listed after all
+            raise
+
+    async def _list_tools(self) -> list[types.Tool]:
+        connection = await self._connect()
+        listing: list[types.Tool] = []
+        cursor: str | None = None
+        try:
+            with trio.fail_after(self._timeout if self._timeout is not None else float("inf")):
+                for _ in range(_MAX_PAGES):
+                    assert connection.client is not None
+                    page = await connection.client.list_tools(cursor=cursor)
+                    listing.extend(page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+        except trio.TooSlowError:
+            raise self._fail(f"tools/list gave no answer within {self._timeout:g} s") from None
+        except Exception as exc:
+            connection.stop(describe(exc))
+            raise self._fail(f"tools/list failed: {describe(exc)}") from None
+        self._listing = listing
+        return listing
+
+    async def tools(self, *, prefix: str | None = None) -> list[AgentTool]:
+        """The server's tools as :class:`pt.AgentTool` objects, listed afresh.
+
+        Each tool's ``parameters`` is the server's input JSON schema (arguments are validated
+        against it like any tool's), its description the server's, its name the server's or
+        ``f"{prefix}_{name}"``. Calling one runs :meth:`call_tool` with the server's timeout
+        (``tool_timeouts`` overrides it per tool).
+
+        Raises:
+            McpServerError: as :meth:`list_tools`.
+        """
+        listing = await self.list_tools()
+        return [self._agent_tool(tool, prefix) for tool in listing]
+
+    def _agent_tool(self, tool: types.Tool, prefix: str | None) -> AgentTool:
+        remote = tool.name
+        timeout = self._tool_timeouts.get(remote, self._timeout)
+
+        async def execute(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
+            return await self.call_tool(remote, params, timeout=timeout, on_update=on_update)
+
+        return AgentTool(
+            name=remote if prefix is None else f"{prefix}_{remote}",
+            label=tool.title or remote,
+            description=tool.description or "",
+            parameters=tool.input_schema,
+            execute=execute,
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - answered by a server cancel
+        on_update: OnUpdate | None = None,
+    ) -> ToolResult:
+        """Call the server's tool ``name``; progress notifications go to ``on_update``.
+
+        Args:
+            name: the tool's name on the server (without any prefix).
+            arguments: its arguments (a JSON object).
+            timeout: seconds to wait for the answer (None: no limit; default: the server's
+                ``timeout``). When it runs out the call is cancelled on the server.
+            on_update: awaited with a partial :class:`pt.ToolResult` for each progress
+                notification (``details``: progress, total, message).
+
+        Raises:
+            McpToolError: the tool answered with ``isError``; the message is its text.
+            McpServerError: connecting failed, the connection broke during the call (the next
+                call reconnects), the HTTP session expired, or the timeout ran out.
+        On cancellation (abort, deadline) the SDK sends ``notifications/cancelled`` for the
+        request (shielded, bounded) and ``Cancelled`` propagates; the connection stays open.
+        """
+        if timeout is ...:
+            timeout = self._timeout
+        connection = await self._connect()
+        client = connection.client
+        if client is None:
+            raise self._fail(f"the connection closed before {name!r} was called")
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            if on_update is not None:
+                await on_update(progress_result(progress, total, message))
+
+        try:
+            result = await client.call_tool(
+                name,
+                dict(arguments or {}),
+                read_timeout_seconds=timeout,
+                progress_callback=report,
+            )
+        except MCPError as exc:
+            raise self._call_error(connection, name, exc, timeout) from None
+        except Exception as exc:  # transport failures, a result that is not valid MCP
+            connection.stop(describe(exc))
+            raise self._fail(
+                f"tool {name!r} failed: {describe(exc)}; the next call reconnects"
+            ) from None
+        return to_tool_result(result)
+
+    def _call_error(
+        self, connection: Connection, name: str, exc: MCPError, timeout: float | None
+    ) -> McpServerError:
+        if exc.code == types.REQUEST_TIMEOUT:
+            return self._fail(
+                f"tool {name!r} gave no answer within {timeout:g} s; "
+                "the call was cancelled on the server"
+            )
+        if exc.code == types.INVALID_REQUEST and "session" in exc.message.lower():
+            connection.stop(exc.message)
+            return self._fail(
+                f"the HTTP session expired ({exc.message}) before {name!r} ran; "
+                "the next call opens a new session"
+            )
+        if exc.code in _RECONNECT_CODES:
+            connection.stop(exc.message)
+            why = connection.failure or exc.message
+            if exc.code == types.CONNECTION_CLOSED:
+                why = f"the connection closed during the call ({why})"
+            return self._fail(f"tool {name!r} failed: {why}; the next call reconnects")
+        return self._fail(f"tool {name!r} failed: {exc.message} (MCP error {exc.code})")
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._connection is not None:
+            self._connection.stop()
+
+
+def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a nursery's group stands for: the block's own, else a Cancelled."""
+    rest = group.split(trio.Cancelled)[1]
+    leaf: BaseException = rest if rest is not None else group
+    while isinstance(leaf, BaseExceptionGroup) and (rest is None or len(leaf.exceptions) == 1):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+@contextlib.asynccontextmanager
+async def _open_server(
+    name: str, make_transport: TransportFactory, **options: Any
+) -> AsyncIterator[McpServer]:
+    try:
+        async with trio.open_nursery() as nursery:
+            server = McpServer(name, make_transport, nursery, **options)
+            try:
+                await server._connect()
+                yield server
+            finally:
+                server._close()
+    except BaseExceptionGroup as group:
+        raise _unwrapped(group) from None
+
+
+def open_stdio_server(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    timeout: float | None = 60.0,
+    tool_timeouts: Mapping[str, float | None] | None = None,
+    connect_timeout: float = 30.0,
+    mode: str = "auto",
+) -> contextlib.AbstractAsyncContextManager[McpServer]:
+    """Start an MCP server as a child process and talk to it over its stdin/stdout.
+
+    ``async with open_stdio_server("python", ["server.py"]) as server: ...``. Entering starts
+    the child and runs the MCP handshake; leaving (normally, by an exception or a
+    cancellation) closes the child's stdin, waits for it briefly, then terminates it: no task
+    and no process outlives the block. A child that exits mid-block is started again by the
+    next call.
+
+    Args:
+        command: the program to run (looked up on PATH).
+        args: its arguments.
+        env: extra environment variables, added to a small inherited set (HOME, PATH, ...).
+        cwd: the child's working directory.
+        name: the server's name in errors (default: the command line).
+        timeout: default seconds a tool call (and tools/list) may take; None for no limit.
+        tool_timeouts: per-tool overrides of ``timeout``, by the server's tool name.
+        connect_timeout: seconds the start and the handshake may take.
+        mode: the SDK's protocol negotiation: "auto" (the default), "legacy" or a version.
+
+    Raises:
+        McpServerError: the child could not be started or did not complete the handshake.
+    """
+    params = StdioServerParameters(
+        command=command, args=list(args), env=None if env is None else dict(env),
+        cwd=None if cwd is None else Path(cwd),
+    )  # fmt: skip
+    label = name or " ".join([Path(command).name, *args])
+
+    def make_transport() -> contextlib.AbstractAsyncContextManager[tuple[Any, Any]]:
+        return stdio_client(params)
+
+    return _open_server(
+        label, make_transport, timeout=timeout, tool_timeouts=tool_timeouts or {},
+        connect_timeout=connect_timeout, mode=mode,
+        closed_text="the server process exited or closed its output",
+    )  # fmt: skip
+
+
+def open_http_server(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    name: str | None = None,
+    timeout: float | None = 60.0,
+    tool_timeouts: Mapping[str, float | None] | None = None,
+    connect_timeout: float = 30.0,
+    mode: str = "auto",
+) -> contextlib.AbstractAsyncContextManager[McpServer]:
+    """Talk to an MCP server's streamable-HTTP endpoint (``https://host/mcp``).
+
+    Entering runs the MCP handshake; leaving ends the HTTP session (a DELETE, bounded) and
+    closes the connections: no task outlives the block. An expired session or a failed
+    transport is re-initialized by the next call.
+
+    Args:
+        url: the endpoint.
+        headers: sent with every request (an ``Authorization`` header, say); never logged.
+        name: the server's name in errors (default: the URL without query or credentials).
+        timeout, tool_timeouts, connect_timeout, mode: as for :func:`open_stdio_server`.
+
+    Raises:
+        McpServerError: the server could not be reached or did not complete the handshake.
+    """
+    parsed = httpx2.URL(url)
+    label = name or str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
+    fixed_headers = dict(headers or {})
+
+    @contextlib.asynccontextmanager
+    async def make_transport() -> AsyncIterator[tuple[Any, Any]]:
+        limits = httpx2.Timeout(connect_timeout, read=300.0)
+        async with (
+            httpx2.AsyncClient(headers=fixed_headers, timeout=limits) as http,
+            streamable_http_client(url, http_client=http) as streams,
+        ):
+            yield streams
+
+    return _open_server(
+        label, make_transport, timeout=timeout, tool_timeouts=tool_timeouts or {},
+        connect_timeout=connect_timeout, mode=mode, closed_text="the HTTP transport closed",
+    )  # fmt: skip

@@ -1,0 +1,199 @@
+"""Builders shared by the tests of the agent, the loop, the batch, the inbox and subscriptions.
+
+Only the public API (``import pi_trio as pt``): scripted models (``pt.faux``), a few tools, an
+agent or a loop set-up around them, sinks that record, and the checks of pi's aborted shape.
+"""
+
+from __future__ import annotations
+
+import gc
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+import pi_trio as pt
+
+faux = pt.faux
+MODEL = pt.get_model("faux", "faux-1")
+PROMPT: list[pt.AgentMessage] = [pt.UserMessage("go")]
+ABORTED_TEXT = "Request was aborted"
+TOOL_ABORTED_TEXT = "Tool execution was aborted"
+
+SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
+TEXT_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+async def _sleep(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    await trio.sleep(params["s"])
+    return pt.ToolResult([pt.TextContent(f"slept {params['s']}")])
+
+
+async def _echo(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    return pt.ToolResult([pt.TextContent(params["text"])])
+
+
+SLEEP = pt.AgentTool("sleep", "Sleep", "sleeps s seconds", SLEEP_SCHEMA, _sleep)
+ECHO = pt.AgentTool("echo", "Echo", "echoes its text", TEXT_SCHEMA, _echo)
+
+
+def calls(*specs: tuple[str, dict[str, Any]]) -> pt.AssistantMessage:
+    """An assistant message calling tools ``(name, arguments)``, ids call_1, call_2, ..."""
+    return faux.assistant_message(
+        [faux.tool_call(name, args, id=f"call_{i}") for i, (name, args) in enumerate(specs, 1)]
+    )
+
+
+def sleeps(*seconds: float) -> pt.AssistantMessage:
+    """An assistant message calling ``sleep`` once per duration, ids call_1, call_2, ..."""
+    return calls(*(("sleep", {"s": s}) for s in seconds))
+
+
+def make_agent(
+    script: Sequence[faux.FauxResponse],
+    tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
+    *,
+    token_delay: float = 0.0,
+    **options: Any,
+) -> pt.Agent:
+    """An agent over a scripted model; ``options`` go to ``pt.Agent``."""
+    scripted = faux.FauxModel(list(script), token_delay=token_delay)
+    state = pt.AgentState(model=scripted.model, tools=list(tools))
+    return pt.Agent(state, stream_fn=scripted, **options)
+
+
+def make_scripted_agent(
+    script: Sequence[faux.FauxResponse],
+    tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
+    *,
+    token_delay: float = 0.0,
+    **options: Any,
+) -> tuple[pt.Agent, faux.FauxModel]:
+    """:func:`make_agent`, and the scripted model (its ``calls`` are the requests it got)."""
+    scripted = faux.FauxModel(list(script), token_delay=token_delay)
+    state = pt.AgentState(model=scripted.model, tools=list(tools))
+    return pt.Agent(state, stream_fn=scripted, **options), scripted
+
+
+def record(agent: pt.Agent) -> list[pt.AgentEvent]:
+    """Every event the agent delivers from now on, appended by a listener."""
+    events: list[pt.AgentEvent] = []
+    agent.subscribe(events.append)
+    return events
+
+
+class RecordingSink:
+    """A loop sink that keeps the events it was sent."""
+
+    def __init__(self) -> None:
+        self.events: list[pt.AgentEvent] = []
+
+    async def send(self, event: pt.AgentEvent) -> None:
+        self.events.append(event)
+
+    @property
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+
+class NullSink:
+    """A loop sink that drops everything."""
+
+    async def send(self, event: pt.AgentEvent) -> None:
+        pass
+
+
+def loop_setup(
+    script: Sequence[faux.FauxResponse],
+    tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
+    *,
+    token_delay: float = 0.0,
+    **config: Any,
+) -> tuple[pt.AgentContext, pt.AgentLoopConfig, RecordingSink, faux.FauxModel]:
+    """Context, config (``config`` goes to ``pt.AgentLoopConfig``), sink and scripted model."""
+    scripted = faux.FauxModel(list(script), token_delay=token_delay)
+    cfg = pt.AgentLoopConfig(model=MODEL, stream_fn=scripted, **config)
+    return pt.AgentContext("sys", [], list(tools)), cfg, RecordingSink(), scripted
+
+
+def last_assistant(messages: Sequence[pt.AgentMessage]) -> pt.AssistantMessage:
+    message = messages[-1]
+    assert isinstance(message, pt.AssistantMessage), f"last message is {message.role}"
+    return message
+
+
+def tool_results(messages: Sequence[pt.AgentMessage]) -> list[tuple[str, str, bool]]:
+    """(tool_call_id, first text, is_error) of every tool result, in transcript order."""
+    out = []
+    for m in messages:
+        if isinstance(m, pt.ToolResultMessage):
+            first = m.content[0] if m.content else None
+            text = first.text if isinstance(first, pt.TextContent) else ""
+            out.append((m.tool_call_id, text, m.is_error))
+    return out
+
+
+def assert_aborted(agent: pt.Agent) -> None:
+    """The run ended in pi's aborted shape: an aborted assistant message at the tail, its
+    error text in the state, and the agent idle with nothing pending."""
+    last = last_assistant(agent.state.messages)
+    assert (last.stop_reason, last.error_message) == ("aborted", ABORTED_TEXT)
+    assert agent.state.error_message == ABORTED_TEXT
+    assert agent.state.is_streaming is False
+    assert agent.state.streaming_message is None
+    assert agent.state.pending_tool_calls == frozenset()
+
+
+def assert_idle(agent: pt.Agent) -> None:
+    assert agent.state.is_streaming is False
+    assert agent.state.streaming_message is None
+    assert agent.state.pending_tool_calls == frozenset()
+
+
+def drain(rx: trio.MemoryReceiveChannel[pt.AgentEvent]) -> list[pt.AgentEvent]:
+    """Everything waiting in ``rx``, without blocking."""
+    received = []
+    while True:
+        try:
+            received.append(rx.receive_nowait())
+        except trio.WouldBlock:
+            return received
+
+
+def user_texts(messages: Sequence[pt.AgentMessage]) -> list[str]:
+    """The text of every user message (string content or its text blocks joined)."""
+    out = []
+    for m in messages:
+        if isinstance(m, pt.UserMessage):
+            if isinstance(m.content, str):
+                out.append(m.content)
+            else:
+                out.append("".join(b.text for b in m.content if isinstance(b, pt.TextContent)))
+    return out
+
+
+def reachable(root: object, target: object) -> bool:
+    """Is ``target`` reachable from ``root`` by following references?
+
+    Classes, modules, functions' globals, tasks, coroutines and frames are not followed: through
+    them everything is reachable (trio's run state holds every task and so every frame).
+    """
+    skip = (type, types.ModuleType, types.FrameType, types.CodeType, types.CoroutineType,
+            types.GeneratorType, types.AsyncGeneratorType, trio.lowlevel.Task)  # fmt: skip
+    seen = {id(root)}
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, types.FunctionType):
+            referents = [obj.__closure__, obj.__defaults__, obj.__kwdefaults__]
+        else:
+            referents = gc.get_referents(obj)
+        for ref in referents:
+            if ref is target:
+                return True
+            if ref is None or id(ref) in seen or isinstance(ref, skip):
+                continue
+            seen.add(id(ref))
+            todo.append(ref)
+    return False
