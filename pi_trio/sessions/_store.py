@@ -57,6 +57,8 @@ class SessionStore:
     async def load(self, session_id: str) -> list[SessionEntry]:
         """The session's log, every entry in ``seq`` order (empty for an unknown id).
 
+        Reads in the store's thread; a cancelled call returns nothing but the read completes.
+
         Raises:
             pt.SessionLogError: an entry is of an unknown kind, a newer format, or bad JSON.
         """
@@ -69,11 +71,14 @@ class SessionStore:
         return entries
 
     async def list_sessions(self) -> list[SessionInfo]:
-        """Every session of the store, oldest first."""
+        """Every session of the store, oldest first (a read in the store's thread; cancelling
+        it before it is queued stops it, after that the read completes first)."""
         return await self.backend.list_sessions()
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session and its log; False when there was no such session.
+
+        One transaction: once queued, a cancellation lets it commit (or roll back) first.
 
         Raises:
             pt.SessionBusyError: the session is open (held) somewhere.
