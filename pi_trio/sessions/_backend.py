@@ -9,6 +9,15 @@ Leases: ``acquire`` makes the caller the session's only holder and bumps its ``e
 ``append`` checks, in the same transaction as its inserts, that the session's epoch is still the
 lease's, and fails with :class:`pt.SessionBusyError` otherwise, so two holders never interleave
 entries (each entry carries the epoch it was written under).
+
+For PostgreSQL (the next issue) the plan this protocol leaves room for: the same three tables
+(``pi_trio_meta``, ``pi_trio_sessions`` with ``lease_expires`` set and renewed by the holder,
+``pi_trio_entries`` with ``data`` as ``jsonb``); ``acquire`` takes a free or expired lease with
+``UPDATE ... SET epoch = epoch + 1`` (``FOR UPDATE SKIP LOCKED`` for a worker pool);
+``append`` is one ``INSERT ... SELECT ... JOIN pi_trio_sessions ON epoch`` like SQLite's.
+``store.enqueue`` from a process that does not hold the session cannot append to its log (no
+lease): it writes to an inbox table that the holder moves into its log as ``queued`` entries
+(in the same transaction as it deletes them), so the log keeps one writer at a time.
 """
 
 from __future__ import annotations
