@@ -361,3 +361,15 @@ async def test_intents_ride_in_their_message_s_commit_unless_a_hook_runs_first(
     assert at_message_end[0] == (set() if with_hook else {"c0", "c1"})
     assert hooked == (["c0", "c1"] if with_hook else [])
     assert kinds(path).count("tool_intent") == 2  # logged once either way
+
+
+async def test_a_new_session_keeps_the_history_it_was_given(tmp_path: Path) -> None:
+    history: list[pt.AgentMessage] = [
+        pt.UserMessage("earlier question", timestamp=1),
+        faux.assistant_message("earlier answer"),
+    ]
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        async with store.open_agent("s", initial_state=pt.AgentState(messages=history)):
+            pass
+        async with store.open_agent("s") as agent:
+            assert agent.state.messages == history
