@@ -14,7 +14,7 @@ import typing as _typing
 
 import attrs as _attrs
 
-from . import mcp, proxy, sessions, wire
+from . import mcp, proxy, sessions, testing, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -201,6 +201,7 @@ __all__ = [
     "sessions",
     "stream_proxy",
     "stream_simple",
+    "testing",
     "to_json",
     "tool",
     "wire",

@@ -113,7 +113,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %r raised on %s", listener, event.type, exc_info=exc)
+                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -197,7 +197,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %r raised on %s", listener, event.type, exc_info=exc)
+                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -206,3 +206,9 @@ class Delivery:
                 raise
         if failure is not None:
             raise failure
+
+
+def _name(listener: Listener) -> str:
+    """A listener's name for a log record (stable across runs: no address)."""
+    name = getattr(listener, "__qualname__", None) or type(listener).__qualname__
+    return f"{getattr(listener, '__module__', '?')}.{name}"

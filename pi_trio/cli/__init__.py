@@ -1,4 +1,5 @@
-"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy`` and ``sessions``.
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy``, ``stress`` and
+``sessions``.
 
 ``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
 status; usage problems (an unknown model, a missing API key) are one line on stderr and
@@ -101,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
     )
+    from ._stress import add_parser as add_stress_parser
+
+    add_stress_parser(commands)
     add_sessions_parser(commands)
     return parser
 
@@ -122,6 +126,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "proxy":
         return _proxy(args.host, args.port, args.token)
+    if args.command == "stress":
+        from ._stress import run_command
+
+        return run_command(args)
     if args.command == "sessions":
         from ._sessions import run_sessions
 
