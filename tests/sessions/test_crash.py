@@ -21,6 +21,7 @@ from typing import Any
 
 import pi_trio as pt
 from pi_trio.sessions import PROCESS_STOPPED_TEXT
+from pi_trio.testing import check_transcript
 
 from . import _crash_child as child
 
@@ -37,6 +38,7 @@ def _check(session: str, out: dict[str, Any], seen: list[str], effects: list[str
     repaired = out["repaired"]
     messages = [pt.from_json(item, pt.AgentMessage) for item in repaired]  # type: ignore[arg-type]
     tally: list[str] = []
+    assert check_transcript(messages) == [], session  # the project's one transcript checker
     # 1. the transcript is valid: each call of a live assistant message has exactly one result
     #    in the block right after it, and no result is an orphan
     expected: list[str] = []

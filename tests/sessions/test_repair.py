@@ -6,6 +6,7 @@ from typing import Any
 
 import pi_trio as pt
 from pi_trio.sessions import OUTCOME_UNKNOWN_TEXT, PROCESS_STOPPED_TEXT
+from pi_trio.testing import check_transcript
 
 USAGE = {
     "input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
@@ -62,6 +63,8 @@ def test_orphaned_calls_get_error_results_in_place_and_nothing_is_removed() -> N
     # the repaired transcript is valid pi JSON again
     assert load([pt.to_json(m) for m in repaired]) == repaired
     assert pt.repair_transcript(repaired) == repaired  # idempotent
+    assert check_transcript(repaired) == []
+    assert check_transcript(messages) != []  # (the checker sees the orphans)
 
 
 def test_started_tells_not_started_from_outcome_unknown() -> None:
