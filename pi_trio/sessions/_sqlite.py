@@ -161,17 +161,25 @@ class SqliteBackend:
         )
 
     def _check_or_create(self, db: sqlite3.Connection) -> None:
+        """Refuse a foreign file before changing anything in it, then set WAL mode and create
+        the tables when the file is new (in a write transaction, in case another process
+        creates them at the same moment)."""
+        db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
         try:
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            tables = self._tables(db)
         except sqlite3.DatabaseError as exc:
             raise self._refuse(f"not a SQLite database: {exc}") from None
+        if tables:
+            self._check_meta(db, tables)
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal" and self.path != ":memory:":
             raise self._refuse(f"cannot use WAL mode (journal mode {mode!r})")
         db.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
-        db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+        if tables:
+            return
         db.execute("BEGIN IMMEDIATE")
         try:
-            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+            tables = self._tables(db)
             if not tables:
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
@@ -180,23 +188,30 @@ class SqliteBackend:
                     "INSERT INTO pi_trio_meta (key, value) VALUES (?, ?)",
                     [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
                 )
-            elif "pi_trio_meta" not in tables:
-                raise self._refuse("a SQLite database without pi_trio's tables")
             else:
-                meta = dict(db.execute("SELECT key, value FROM pi_trio_meta").fetchall())
-                if meta.get("application") != APPLICATION:
-                    raise self._refuse(f"its application is {meta.get('application')!r}")
-                version = int(meta.get("schema_version", "0"))
-                if version > SCHEMA_VERSION:
-                    raise SessionLogError(
-                        f"{self.path} was written by a newer pi_trio (store schema {version}, "
-                        f"this one reads {SCHEMA_VERSION}); upgrade pi_trio",
-                        problem=f"schema version {version}",
-                    )
+                self._check_meta(db, tables)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _tables(db: sqlite3.Connection) -> set[str]:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+    def _check_meta(self, db: sqlite3.Connection, tables: set[str]) -> None:
+        if "pi_trio_meta" not in tables:
+            raise self._refuse("a SQLite database without pi_trio's tables")
+        meta = dict(db.execute("SELECT key, value FROM pi_trio_meta").fetchall())
+        if meta.get("application") != APPLICATION:
+            raise self._refuse(f"its application is {meta.get('application')!r}")
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise SessionLogError(
+                f"{self.path} was written by a newer pi_trio (store schema {version}, "
+                f"this one reads {SCHEMA_VERSION}); upgrade pi_trio",
+                problem=f"schema version {version}",
+            )
 
     def _teardown(self) -> None:
         if self._db is not None:

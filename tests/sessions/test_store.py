@@ -46,9 +46,11 @@ async def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     db.execute("CREATE TABLE users (name TEXT)")
     db.commit()
     db.close()
+    before = other.read_bytes()
     with pytest.raises(pt.SessionLogError, match="without pi_trio's tables"):
         async with pt.open_session_store(other):
             pass
+    assert other.read_bytes() == before  # not even switched to WAL mode
 
 
 async def test_a_store_of_a_newer_pi_trio_is_refused(tmp_path: Path) -> None:
