@@ -270,14 +270,22 @@ class Agent:
     ) -> None:
         """Run the agent on a new prompt until it stops; returns when the run is over.
 
-        ``input`` is a text (with optional ``images``), a message, or a list of messages.
-        Raises :class:`pt.AgentBusyError` if a run is active. Model and tool failures do not
-        raise: they are in the transcript and in ``state.error_message``. ``abort()`` ends the
-        run and this returns normally; a cancellation from the caller's own scope ends the run
-        the same way and then propagates.
-
+        Model, tool, hook and listener failures do not raise: they are in the transcript and in
+        ``state.error_message``. ``abort()`` ends the run and this returns normally; a
+        cancellation from the caller's own scope ends the run the same way (transcript closed,
+        closing events delivered within ``close_timeout``) and then propagates.
         ``await nursery.start(agent.prompt, "text")`` returns once the run has begun, so that
         ``abort()`` right after it always finds the run.
+
+        Args:
+            input: a text (with optional ``images``), a message, or a list of messages.
+            images: images to send with a text prompt.
+
+        Raises:
+            AgentBusyError: a run is active.
+            ValueError: ``images`` given with a message instead of a text.
+            KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
+                was closed; plain, never in an exception group.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_PROMPT)
@@ -298,8 +306,13 @@ class Agent:
     ) -> None:
         """Continue from the transcript (a retry, or after adding tool results yourself).
 
-        From an assistant tail, a queued steering message (else a follow-up) becomes the prompt;
-        with nothing queued this raises :class:`pt.ContinueError` (pi's texts).
+        From an assistant tail, a queued steering message (else a follow-up) becomes the prompt.
+        Cancellation and failures behave as in :meth:`prompt`.
+
+        Raises:
+            AgentBusyError: a run is active.
+            ContinueError: nothing to continue from (an empty transcript, or an assistant tail
+                with nothing queued); pi's texts.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_CONTINUE)
@@ -319,15 +332,23 @@ class Agent:
         await self._run(None, task_status=task_status)
 
     def abort(self) -> None:
-        """Abort the active run, if any (idempotent; does nothing while idle)."""
+        """Abort the active run, if any (idempotent; does nothing while idle).
+
+        Synchronous: it cancels the run's scope (reason "Agent.abort()"); the run closes its
+        transcript in pi's aborted shape and ``prompt()`` returns normally. The queues are
+        kept.
+        """
         if self._scope is not None:
             self._scope.cancel(reason="Agent.abort()")
 
     async def wait_for_idle(self) -> None:
         """Return once no run is active (at once, after a checkpoint, when idle).
 
-        Raises ``RuntimeError`` when called from inside the run (a listener, a hook, a tool):
-        the run would wait for itself.
+        Always a checkpoint; cancelling it leaves the run alone.
+
+        Raises:
+            RuntimeError: called from inside the run (a listener, a hook, a tool): the run
+                would wait for itself.
         """
         idle = self._idle
         if idle is not None and self._scope is not None:

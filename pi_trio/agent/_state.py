@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, final
 
 import attrs
 
@@ -47,6 +47,7 @@ def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     return list(value)
 
 
+@final
 @attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
     """What an agent works with (assignable) and how its current run stands (read-only).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias, final
 
 import attrs
 
@@ -52,6 +52,7 @@ class EventSink(Protocol):
     def send(self, value: AgentEvent, /) -> Awaitable[None]: ...
 
 
+@final
 @attrs.frozen
 class ShouldStopAfterTurnContext:
     """Given to ``should_stop_after_turn`` right after each ``turn_end``."""
@@ -74,6 +75,7 @@ GetMessages: TypeAlias = Callable[[], "Awaitable[Sequence[AgentMessage]] | Seque
 ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "Awaitable[bool] | bool"]
 
 
+@final
 @attrs.frozen
 class AgentLoopConfig:
     """Configuration of one run (pi's ``AgentLoopConfig``): ``AgentLoopConfig(model,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 
@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 
+@final
 @attrs.define
 class AgentContext:
     """A run's transcript, system prompt and tools.
@@ -35,6 +36,7 @@ class AgentContext:
     tools: Sequence[AgentTool] = ()
 
 
+@final
 @attrs.frozen
 class BeforeToolCallContext:
     """Given to ``before_tool_call`` after the arguments validated, before execution."""
@@ -45,6 +47,7 @@ class BeforeToolCallContext:
     context: AgentContext
 
 
+@final
 @attrs.frozen
 class BeforeToolCallResult:
     """``block=True`` stops the call; the model gets ``reason`` as an error result."""
@@ -53,6 +56,7 @@ class BeforeToolCallResult:
     reason: str | None = None
 
 
+@final
 @attrs.frozen
 class AfterToolCallContext:
     """Given to ``after_tool_call`` once a tool has run (or failed)."""
@@ -65,6 +69,7 @@ class AfterToolCallContext:
     context: AgentContext
 
 
+@final
 @attrs.frozen
 class AfterToolCallResult:
     """Field-by-field overrides of a tool's result; ``None`` keeps the tool's value."""
