@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import trio
 
-__all__ = ["only_cancelled"]
+__all__ = ["must_propagate", "only_cancelled", "plain_exception"]
 
 
 def only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled | None:
@@ -23,3 +23,26 @@ def only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled |
         leaf = leaf.exceptions[0]
     assert isinstance(leaf, trio.Cancelled)
     return leaf
+
+
+def plain_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a pi_trio nursery's group stands for: its cancellation, else the
+    first other ``BaseException`` in it (a ``KeyboardInterrupt`` from a tool, say), so that
+    what reaches a caller is never a group."""
+    cancelled = only_cancelled(group)
+    if cancelled is not None:
+        return cancelled
+    rest = group.split(trio.Cancelled)[1]
+    leaf: BaseException = rest if rest is not None else group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def must_propagate(exc: BaseException) -> bool:
+    """True for what a callback must never turn into data: a cancellation or a
+    ``KeyboardInterrupt`` (alone or inside a group). Anything else a tool raises, down to a
+    ``SystemExit`` or a custom ``BaseException``, becomes its error result."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split((trio.Cancelled, KeyboardInterrupt))[0] is not None
+    return isinstance(exc, trio.Cancelled | KeyboardInterrupt)

@@ -288,7 +288,7 @@ def install_data_model(
         conv, AssistantMessage, ("role", "assistant"), optional_fields(AssistantMessage)
     )
     register_record(conv, ToolResultMessage, ("role", "toolResult"), frozenset({"details"}))
-    register_record(conv, ToolResult, None, frozenset({"details", "terminate"}))
+    register_record(conv, ToolResult, None, frozenset({"details", "terminate", "is_error"}))
     register_record(conv, Tool)
     register_record(conv, Context, None, frozenset({"system_prompt"}))
     register_record(conv, ModelCost)

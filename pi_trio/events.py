@@ -206,12 +206,14 @@ class ToolResult:
     """What a tool returns: content for the model, details for the application.
 
     ``terminate=True`` asks the loop to stop after this batch; it only does when every result in
-    the batch asks for it.
+    the batch asks for it. ``is_error=True`` (pi 1.x) reports a failure without raising: the
+    model gets the content as an error result.
     """
 
     content: list[ToolResultContent]
     details: Any = None
     terminate: bool = False
+    is_error: bool | None = None
 
 
 # --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------

@@ -80,7 +80,9 @@ class Agent:
     ``stream_fn`` defaults to :func:`pt.stream_simple`; ``stream_options`` are the base options
     of every request (the agent adds ``reasoning`` from ``state.thinking_level`` and
     ``session_id``). ``close_timeout`` bounds the delivery of the closing events of an aborted
-    run.
+    run. ``max_parallel_tools`` and ``tool_timeout`` bound tool batches (see
+    :class:`pt.AgentLoopConfig`); ``recorder`` is told every event before it is delivered (see
+    :class:`pt.Recorder`).
     """
 
     def __init__(
@@ -101,6 +103,8 @@ class Agent:
         stream_options: StreamOptions | None = None,
         close_timeout: float = 5.0,
         recorder: Recorder | None = None,
+        max_parallel_tools: int | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self.convert_to_llm = convert_to_llm
@@ -114,6 +118,8 @@ class Agent:
         self.session_id = session_id
         self.stream_options = stream_options or StreamOptions()
         self.close_timeout = close_timeout
+        self.max_parallel_tools = max_parallel_tools
+        self.tool_timeout = tool_timeout
         self._steering = Inbox(steering_mode)
         self._follow_ups = Inbox(follow_up_mode)
         self._delivery = Delivery(self._state)
@@ -415,6 +421,8 @@ class Agent:
             stream_fn=self.stream_fn,
             stream_options=options,
             close_timeout=self.close_timeout,
+            max_parallel_tools=self.max_parallel_tools,
+            tool_timeout=self.tool_timeout,
         )
 
     async def _run(

@@ -91,6 +91,11 @@ class AgentLoopConfig:
     ``stream_options.api_key`` is the fallback. ``close_timeout`` is the grace period, in
     seconds, for delivering the closing events of an aborted run; the transcript is complete
     before it starts.
+
+    Additions beyond pi 0.73.1 (their defaults keep its behaviour): ``max_parallel_tools``, at
+    most that many tool calls of a parallel batch execute at once, the others start in source
+    order as places free up (events and write-back order unchanged); ``tool_timeout``, the time
+    limit in seconds of a tool call whose ``AgentTool.timeout`` is None.
     """
 
     model: Model
@@ -106,3 +111,13 @@ class AgentLoopConfig:
     stream_fn: StreamFn | None = attrs.field(default=None, kw_only=True)
     stream_options: StreamOptions = attrs.field(kw_only=True, factory=StreamOptions)
     close_timeout: float = attrs.field(default=5.0, kw_only=True)
+    max_parallel_tools: int | None = attrs.field(default=None, kw_only=True)
+    tool_timeout: float | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_parallel_tools is not None and self.max_parallel_tools < 1:
+            raise ValueError(
+                f"max_parallel_tools must be >= 1 or None, got {self.max_parallel_tools!r}"
+            )
+        if self.tool_timeout is not None and not self.tool_timeout > 0:
+            raise ValueError(f"tool_timeout must be > 0 seconds or None, got {self.tool_timeout!r}")

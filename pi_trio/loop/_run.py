@@ -362,6 +362,8 @@ class _Run:
                 sequential=config.tool_execution == "sequential",
                 before_tool_call=config.before_tool_call,
                 after_tool_call=config.after_tool_call,
+                max_parallel=config.max_parallel_tools,
+                tool_timeout=config.tool_timeout,
             )
             self.phase = Phase.RUNNING_TOOLS
         else:

@@ -297,7 +297,7 @@ async def _replay(
             raw = tool.prepare_arguments(raw)
         value = await tool.run(call_id, tool.validate(raw), ignore_update)
         result = value if isinstance(value, ToolResult) else ToolResult([TextContent(str(value))])
-        is_error = False
+        is_error = bool(result.is_error)  # a failure reported without raising
     except Exception as exc:
         result, is_error = ToolResult([TextContent(exception_text(exc))], details={}), True
     recorder.note("tool_result", ToolExecutionEnd(call_id, name, result, is_error))

@@ -13,7 +13,7 @@ import attrs
 import outcome
 import trio
 
-from .._groups import only_cancelled
+from .._groups import plain_exception
 from ..events import ToolResult
 from ..messages import Tool
 from ._validation import ArgumentValidator
@@ -49,6 +49,9 @@ class AgentTool:
     as ``tool_execution_update`` events (a sync tool gets a sync ``on_update``).
 
     ``execution_mode="sequential"`` makes any batch containing this tool run one call at a time.
+    ``timeout`` (seconds) bounds one execution: past it the call gets the error result "Tool
+    <name> timed out after N s" and the batch goes on (a sync tool's thread is abandoned); None
+    uses the loop's ``tool_timeout`` (default: no limit).
     ``prepare_arguments(args) -> args`` may rewrite raw arguments before validation (renamed
     parameters, legacy shapes).
 
@@ -64,12 +67,17 @@ class AgentTool:
     execute: ToolExecute
     execution_mode: ToolExecutionMode | None = None
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    replay: Literal["never", "safe"] = "never"
+    timeout: float | None = attrs.field(default=None, kw_only=True)
+    replay: Literal["never", "safe"] = attrs.field(default="never", kw_only=True)
     validator: ArgumentValidator = attrs.field(init=False, repr=False, eq=False)
     spec: Tool = attrs.field(init=False, repr=False, eq=False)
     is_async: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(
+                f"AgentTool {self.name!r}: timeout must be > 0 seconds, got {self.timeout!r}"
+            )
         validator = ArgumentValidator.for_parameters(self.parameters)
         object.__setattr__(self, "validator", validator)
         object.__setattr__(self, "spec", Tool(self.name, self.description, validator.schema))
@@ -122,9 +130,7 @@ class AgentTool:
                 finally:
                     send.close()  # forward() delivers what is queued, then ends
         except BaseExceptionGroup as group:
-            cancelled = only_cancelled(group)
-            if cancelled is None:
-                raise
-            raise cancelled from None
+            # the cancellation, or a KeyboardInterrupt from the thread: plain, never a group
+            raise plain_exception(group) from None
         assert result is not None
         return result.unwrap()

@@ -25,7 +25,7 @@ import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text
-from .._groups import only_cancelled
+from .._groups import must_propagate, plain_exception
 from ..events import (
     AgentEvent,
     ToolExecutionEnd,
@@ -98,25 +98,20 @@ class _OneAtATime:
                 self._waiting.unpark()
 
 
+def _timed_out(tool: AgentTool, timeout: float) -> ToolResult:
+    details = {"timed_out": True, "timeout_s": timeout}
+    if not tool.is_async:
+        details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
+    text = f"Tool {tool.name} timed out after {timeout:g} s"
+    return ToolResult([TextContent(text)], details=details, is_error=True)
+
+
 def _as_tool_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
-
-
-def _plain(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception a batch's group stands for: the cancellation, else the first
-    ``BaseException`` a tool raised (KeyboardInterrupt, SystemExit ...)."""
-    cancelled = only_cancelled(group)
-    if cancelled is not None:
-        return cancelled
-    rest = group.split(trio.Cancelled)[1]
-    leaf: BaseException = rest if rest is not None else group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
 
 
 @attrs.define(slots=True)
@@ -148,6 +143,9 @@ class ToolBatch:
         emit: sends one event (the loop's; it applies the event to the run's state first).
         announce: hands a tool-result message to the run, which sends its start and end.
         sequential: run the calls one by one (also when any called tool asks for it).
+        max_parallel: at most this many calls execute at once (None: all); the others wait
+            and start in source order.
+        tool_timeout: the time limit of a call whose tool sets none (None: no limit).
     """
 
     def __init__(
@@ -162,6 +160,8 @@ class ToolBatch:
         sequential: bool,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
+        max_parallel: int | None = None,
+        tool_timeout: float | None = None,
     ) -> None:
         self.assistant = assistant
         self.calls = calls
@@ -172,6 +172,8 @@ class ToolBatch:
         self._announce = announce
         self._before = before_tool_call
         self._after = after_tool_call
+        self._max_parallel = max_parallel
+        self._tool_timeout = tool_timeout
         self.sequential = sequential or any(
             (tool := tools.get(call.name)) is not None and tool.execution_mode == "sequential"
             for call in calls
@@ -212,12 +214,18 @@ class ToolBatch:
             self._serializer = _OneAtATime(self._emit)  # one event at a time into the sink
             try:
                 async with trio.open_nursery() as nursery:
-                    for slot in prepared:
-                        nursery.start_soon(self._execute_and_end, slot)
+                    if self._max_parallel is None or self._max_parallel >= len(prepared):
+                        for slot in prepared:
+                            nursery.start_soon(self._execute_and_end, slot)
+                    else:  # bounded: started one by one, in source order, as places free up
+                        places = trio.Semaphore(self._max_parallel)
+                        for slot in prepared:
+                            await places.acquire()
+                            nursery.start_soon(self._execute_and_release, slot, places)
             except BaseExceptionGroup as group:
                 # the tasks catch every Exception: what is left is a cancellation, or a
                 # KeyboardInterrupt (SystemExit ...) from a tool, which must come out plain
-                raise _plain(group) from None
+                raise plain_exception(group) from None
         await self._write_back()
 
     def close_out(
@@ -270,12 +278,19 @@ class ToolBatch:
                 if decision is not None and decision.block:
                     reason = decision.reason or "Tool execution was blocked"
                     slot.result, slot.is_error = error_result(reason), True
+                    slot.result.terminate = bool(decision.terminate)
                     return False
         except Exception as exc:
             slot.result, slot.is_error = error_result(exception_text(exc)), True
             return False
         slot.tool, slot.args = tool, args
         return True
+
+    async def _execute_and_release(self, slot: _Slot, places: trio.Semaphore) -> None:
+        try:
+            await self._execute_and_end(slot)
+        finally:
+            places.release()
 
     async def _execute_and_end(self, slot: _Slot) -> None:
         call = slot.call
@@ -286,10 +301,20 @@ class ToolBatch:
         async def on_update(partial: ToolResult) -> None:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
+        timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
         try:
-            result = _as_tool_result(await tool.run(call.id, slot.args, on_update))
-            is_error = False
-        except Exception as exc:
+            if timeout is None:
+                value = await tool.run(call.id, slot.args, on_update)
+            else:
+                with trio.move_on_after(timeout) as limit:
+                    value = await tool.run(call.id, slot.args, on_update)
+                if limit.cancelled_caught:
+                    value = _timed_out(tool, timeout)
+            result = _as_tool_result(value)
+            is_error = bool(result.is_error)
+        except BaseException as exc:  # one failing tool never takes the batch down
+            if must_propagate(exc):
+                raise
             result, is_error = error_result(exception_text(exc)), True
         if self._after is not None:
             result, is_error = await self._after_tool_call(slot, result, is_error)

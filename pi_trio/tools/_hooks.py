@@ -50,10 +50,15 @@ class BeforeToolCallContext:
 @final
 @attrs.frozen
 class BeforeToolCallResult:
-    """``block=True`` stops the call; the model gets ``reason`` as an error result."""
+    """``block=True`` stops the call; the model gets ``reason`` as an error result.
+
+    ``terminate=True`` (pi 1.x) marks a blocked call's result as asking the run to stop after
+    the batch (it stops when every result of the batch asks, as for tools).
+    """
 
     block: bool = False
     reason: str | None = None
+    terminate: bool = False
 
 
 @final

@@ -1,0 +1,212 @@
+"""Additions beyond pi 0.73.1 on the tool batch (issue 16): bounded fan-out, tool timeouts,
+failing tools that never take the batch down, ``ToolResult(is_error=True)``,
+``BeforeToolCallResult(terminate=True)``. Defaults keep 0.73.1's behaviour (the pi fixtures)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+from .grammar import assert_event_grammar
+from .transcript import assert_transcript_valid
+
+SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
+
+
+def _calls(name: str, *seconds: float) -> pt.AssistantMessage:
+    return faux.assistant_message(
+        [faux.tool_call(name, {"s": s}, id=f"c{i}") for i, s in enumerate(seconds)]
+    )
+
+
+def _agent(tools: list[pt.AgentTool], script: list[Any], **options: Any) -> pt.Agent:
+    scripted = faux.FauxModel(script)
+    return pt.Agent(pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted, **options)
+
+
+def _results(agent: pt.Agent) -> list[pt.ToolResultMessage]:
+    return [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)]
+
+
+def _text(message: pt.ToolResultMessage) -> str:
+    block = message.content[0]
+    assert isinstance(block, pt.TextContent)
+    return block.text
+
+
+async def test_max_parallel_tools_bounds_the_calls_running_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    running = 0
+    peak = 0
+    started: list[str] = []
+
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        nonlocal running, peak
+        started.append(tool_call_id)
+        running += 1
+        peak = max(peak, running)
+        await trio.sleep(params["s"])
+        running -= 1
+        return pt.ToolResult([pt.TextContent(tool_call_id)])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
+    seconds = [1.0, 0.5, 0.25, 2.0, 0.1, 0.3, 0.7]
+    agent = _agent(tool and [tool], [_calls("work", *seconds), faux.assistant_message("ok")],
+                   max_parallel_tools=3)  # fmt: skip
+    events: list[pt.AgentEvent] = []
+    agent.subscribe(events.append)
+    t0 = trio.current_time()
+    await agent.prompt("go")
+    assert peak == 3
+    assert started == [f"c{i}" for i in range(len(seconds))]  # started in source order
+    assert [m.tool_call_id for m in _results(agent)] == [f"c{i}" for i in range(len(seconds))]
+    # three lanes: 1.0+0.1+..., the bound makes it longer than the longest call (2.0)
+    assert trio.current_time() - t0 > 2.0
+    assert_event_grammar(events)
+
+
+async def test_unbounded_by_default(autojump_clock: trio.testing.MockClock) -> None:
+    running = 0
+    peak = 0
+
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await trio.sleep(1)
+        running -= 1
+        return pt.ToolResult([pt.TextContent("ok")])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
+    agent = _agent([tool], [_calls("work", *[1] * 20), faux.assistant_message("ok")])
+    await agent.prompt("go")
+    assert peak == 20
+
+
+async def test_abort_while_calls_wait_for_a_place(autojump_clock: trio.testing.MockClock) -> None:
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        await trio.sleep(params["s"])
+        return pt.ToolResult([pt.TextContent("ok")])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
+    agent = _agent([tool], [_calls("work", 1, 1, 1, 1, 1), faux.assistant_message("x")],
+                   max_parallel_tools=2)  # fmt: skip
+    events: list[pt.AgentEvent] = []
+    agent.subscribe(events.append)
+    with trio.move_on_after(1.5):
+        await agent.prompt("go")
+    results = _results(agent)
+    assert [_text(m) for m in results] == ["ok", "ok", *["Tool execution was aborted"] * 3]
+    assert_event_grammar(events)
+    assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+@pytest.mark.parametrize("where", ["tool", "config"])
+async def test_a_tool_past_its_time_gets_an_error_and_the_others_go_on(
+    autojump_clock: trio.testing.MockClock, where: str
+) -> None:
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        await trio.sleep(params["s"])
+        return pt.ToolResult([pt.TextContent("done")])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work,
+                        timeout=2.0 if where == "tool" else None)  # fmt: skip
+    options = {"tool_timeout": 2.0} if where == "config" else {}
+    agent = _agent([tool], [_calls("work", 1, 5, 1.5), faux.assistant_message("ok")], **options)
+    await agent.prompt("go")
+    slow = _results(agent)[1]
+    assert slow.is_error and _text(slow) == "Tool work timed out after 2 s"
+    assert slow.details == {"timed_out": True, "timeout_s": 2.0}
+    assert [_text(m) for m in _results(agent)[::2]] == ["done", "done"]
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "stop"
+
+
+async def test_a_sync_tool_past_its_time_is_abandoned_and_says_so() -> None:
+    import threading
+
+    release = threading.Event()
+
+    def stuck(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        release.wait(10)
+        return pt.ToolResult([pt.TextContent("late")])
+
+    tool = pt.AgentTool("stuck", "Stuck", "blocks", SCHEMA, stuck, timeout=0.05)
+    agent = _agent([tool], [_calls("stuck", 0), faux.assistant_message("ok")])
+    with trio.fail_after(5):
+        await agent.prompt("go")
+    release.set()
+    result = _results(agent)[0]
+    assert result.is_error and result.details["thread_abandoned"] is True
+
+
+class _Odd(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("raised", [_Odd("odd"), SystemExit(3), GeneratorExit()])
+async def test_a_tool_raising_any_base_exception_gets_an_error_result(
+    raised: BaseException,
+) -> None:
+    async def boom(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        raise raised
+
+    async def fine(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        return pt.ToolResult([pt.TextContent("fine")])
+
+    tools = [
+        pt.AgentTool("boom", "B", "b", SCHEMA, boom),
+        pt.AgentTool("fine", "F", "f", SCHEMA, fine),
+    ]
+    calls = [faux.tool_call("boom", {"s": 0}, id="b"), faux.tool_call("fine", {"s": 0}, id="f")]
+    agent = _agent(tools, [faux.assistant_message(calls), faux.assistant_message("ok")])
+    await agent.prompt("go")
+    boom_result, fine_result = _results(agent)
+    assert boom_result.is_error and not fine_result.is_error
+    assert _text(fine_result) == "fine"
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "stop"
+
+
+async def test_a_tool_result_with_is_error_is_an_error_without_raising() -> None:
+    async def refuse(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        return pt.ToolResult([pt.TextContent("no such file")], is_error=True)
+
+    agent = _agent([pt.AgentTool("refuse", "R", "r", SCHEMA, refuse)],
+                   [_calls("refuse", 0), faux.assistant_message("ok")])  # fmt: skip
+    ends: list[pt.ToolExecutionEnd] = []
+    agent.subscribe(lambda e: ends.append(e) if isinstance(e, pt.ToolExecutionEnd) else None)
+    await agent.prompt("go")
+    assert _results(agent)[0].is_error and ends[0].is_error
+
+
+async def test_a_blocked_call_may_ask_the_run_to_terminate() -> None:
+    async def never(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        raise AssertionError("blocked calls do not run")
+
+    def block(ctx: pt.BeforeToolCallContext) -> pt.BeforeToolCallResult:
+        return pt.BeforeToolCallResult(block=True, reason="not allowed", terminate=True)
+
+    agent = _agent([pt.AgentTool("never", "N", "n", SCHEMA, never)],
+                   [_calls("never", 0, 0), faux.assistant_message("unreached")],
+                   before_tool_call=block)  # fmt: skip
+    await agent.prompt("go")
+    # every result asked to terminate: no further model call
+    assert isinstance(agent.state.messages[-1], pt.ToolResultMessage)
+    assert [_text(m) for m in _results(agent)] == ["not allowed", "not allowed"]
+
+
+def test_bad_bounds_are_refused_where_they_are_given() -> None:
+    with pytest.raises(ValueError, match="max_parallel_tools"):
+        pt.AgentLoopConfig(pt.get_model("faux", "faux-1"), max_parallel_tools=0)
+    with pytest.raises(ValueError, match="tool_timeout"):
+        pt.AgentLoopConfig(pt.get_model("faux", "faux-1"), tool_timeout=0)
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        pt.AgentTool("t", "T", "t", SCHEMA, lambda *a: None, timeout=-1)
