@@ -184,10 +184,10 @@ class SessionRecorder:
         Only when no application hook stands between the message and ``execute``: the loop
         then goes straight from this message's end to preparing and running its calls (the
         argument validation is all that can still stop one, and a call that fails it has its
-        error result logged). In a parallel batch that is every call; in a sequential one,
-        the first. This saves a commit per turn; the cost is that a crash in the microseconds
-        between this commit and ``execute`` reports "outcome_unknown" where "not_started" was
-        true (never the other way round).
+        error result logged). In a parallel batch that is every call (or the first
+        ``max_parallel_tools``); in a sequential one, the first. This saves a commit per turn;
+        the cost is that a crash in the microseconds between this commit and ``execute``
+        reports "outcome_unknown" where "not_started" was true (never the other way round).
         """
         if message.stop_reason not in ("toolUse", "stop") or self.agent is None:
             return
@@ -199,12 +199,13 @@ class SessionRecorder:
         sequential = self.agent.tool_execution == "sequential" or any(
             tool is not None and tool.execution_mode == "sequential" for tool in batch
         )
-        for call, tool in zip(calls, batch, strict=True):
+        # the calls that start at once: one in a sequential batch, at most max_parallel_tools
+        # (calls start in source order as slots free up) in a parallel one
+        limit = 1 if sequential else (getattr(self.agent, "max_parallel_tools", None) or len(calls))
+        for call, tool in list(zip(calls, batch, strict=True))[:limit]:
             if tool is not None:
                 self.note("tool_intent", call)
                 self._early.add(call.id)
-            if sequential:
-                break
 
     def intend(self, call: ToolCall) -> bool:
         """Note ``call``'s intent; False when it is in a commit already (no flush needed)."""

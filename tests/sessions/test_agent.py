@@ -373,3 +373,27 @@ async def test_a_new_session_keeps_the_history_it_was_given(tmp_path: Path) -> N
             pass
         async with store.open_agent("s") as agent:
             assert agent.state.messages == history
+
+
+async def test_only_calls_that_start_at_once_get_their_intent_early(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    at_message_end: list[set[str]] = []
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.AssistantMessage):
+            at_message_end.append(
+                {d["toolCallId"] for _, k, d, _ in rows(path) if k == "tool_intent"}
+            )
+
+    scripted = faux.FauxModel([calls("anoop", "anoop", "anoop"), faux.assistant_message("done")])
+    state = _state(scripted, make_tool("anoop", _anoop))
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent(
+            "s", initial_state=state, stream_fn=scripted, max_parallel_tools=2
+        ) as agent,
+    ):
+        agent.subscribe(listener)
+        await agent.prompt("go")
+    assert at_message_end[0] == {"c0", "c1"}  # c2 waits for a free slot: its intent comes later
+    assert kinds(path).count("tool_intent") == 3
