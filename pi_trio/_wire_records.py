@@ -126,11 +126,17 @@ def register_record(
 ) -> None:
     """Hooks for an attrs class: camelCase keys; ``tag`` = (key, value) written first."""
     fields = attrs.fields(cls)
+    local = {f.name for f in fields if f.metadata.get("pi_trio.wire") is False}  # NOT_ON_WIRE
     unstructure_overrides = {
-        f.name: override(rename=camel(f.name), omit_if_default=f.name in omit_if_default)
+        f.name: override(omit=True)
+        if f.name in local
+        else override(rename=camel(f.name), omit_if_default=f.name in omit_if_default)
         for f in fields
     }
-    structure_overrides = {f.name: override(rename=camel(f.name)) for f in fields}
+    structure_overrides = {
+        f.name: override(omit=True) if f.name in local else override(rename=camel(f.name))
+        for f in fields
+    }
     unstructure = make_dict_unstructure_fn(cls, conv, **unstructure_overrides)  # type: ignore[arg-type]
     structure = make_dict_structure_fn(cls, conv, **structure_overrides)  # type: ignore[arg-type]
     if tag is None:

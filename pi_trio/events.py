@@ -218,6 +218,10 @@ class ToolResult:
 
 # --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------
 
+NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
+"""Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
+them out; ``pt.from_json`` leaves them at their default)."""
+
 
 @final
 @attrs.define(unsafe_hash=True)
@@ -225,6 +229,7 @@ class AgentStart:
     """A run began (the first event of every run)."""
 
     type: ClassVar[Literal["agent_start"]] = "agent_start"
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -234,6 +239,7 @@ class AgentEnd:
 
     type: ClassVar[Literal["agent_end"]] = "agent_end"
     messages: list[AgentMessage]
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -242,6 +248,7 @@ class TurnStart:
     """A turn began: one model call and the tool batch it asks for."""
 
     type: ClassVar[Literal["turn_start"]] = "turn_start"
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -254,6 +261,7 @@ class TurnEnd:
     type: ClassVar[Literal["turn_end"]] = "turn_end"
     message: AgentMessage
     tool_results: list[ToolResultMessage]
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -264,6 +272,7 @@ class MessageStart:
 
     type: ClassVar[Literal["message_start"]] = "message_start"
     message: AgentMessage
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -274,6 +283,7 @@ class MessageUpdate:
     type: ClassVar[Literal["message_update"]] = "message_update"
     message: AssistantMessage
     assistant_message_event: StreamEvent
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -283,6 +293,7 @@ class MessageEnd:
 
     type: ClassVar[Literal["message_end"]] = "message_end"
     message: AgentMessage
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -294,6 +305,7 @@ class ToolExecutionStart:
     tool_call_id: str
     tool_name: str
     args: Any
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -307,6 +319,7 @@ class ToolExecutionUpdate:
     tool_name: str
     args: Any
     partial_result: ToolResult
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 @final
@@ -320,6 +333,10 @@ class ToolExecutionEnd:
     tool_name: str
     result: ToolResult
     is_error: bool
+    duration_ms: float | None = attrs.field(
+        default=None, init=False, eq=False, metadata=NOT_ON_WIRE
+    )
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
 AgentEvent: TypeAlias = (

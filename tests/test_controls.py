@@ -210,3 +210,49 @@ def test_bad_bounds_are_refused_where_they_are_given() -> None:
         pt.AgentLoopConfig(pt.get_model("faux", "faux-1"), tool_timeout=0)
     with pytest.raises(ValueError, match="timeout must be > 0"):
         pt.AgentTool("t", "T", "t", SCHEMA, lambda *a: None, timeout=-1)
+
+
+async def test_every_event_of_an_agent_carries_a_monotonic_seq(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        await on_update(pt.ToolResult([pt.TextContent("half")]))
+        await trio.sleep(params["s"])
+        return pt.ToolResult([pt.TextContent("done")])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
+    script = [_calls("work", 1, 2), faux.assistant_message("one two"), faux.assistant_message("x")]
+    agent = _agent([tool], script)
+    seen: list[pt.AgentEvent] = []
+    agent.subscribe(seen.append)
+    async with agent.events() as rx:
+        await agent.prompt("go")
+        await agent.prompt("again")
+        channel = [rx.receive_nowait() for _ in range(rx.statistics().current_buffer_used)]
+    seqs = [e.seq for e in seen]
+    assert seqs == list(range(1, len(seen) + 1))  # per agent, across runs, no gaps
+    assert [e.seq for e in channel] == seqs
+    # not part of pi's JSON, and ignored when read back
+    data = pt.to_json(seen[0])
+    assert "seq" not in data
+    assert pt.from_json(data, pt.AgentEvent).seq is None
+
+
+async def test_tool_execution_end_says_how_long_the_call_took(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        await trio.sleep(params["s"])
+        return pt.ToolResult([pt.TextContent("done")])
+
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
+    calls = [faux.tool_call("work", {"s": 1.5}, id="w"), faux.tool_call("nope", {}, id="n")]
+    agent = _agent([tool], [faux.assistant_message(calls), faux.assistant_message("ok")])
+    ends: dict[str, pt.ToolExecutionEnd] = {}
+    agent.subscribe(
+        lambda e: ends.update({e.tool_call_id: e}) if isinstance(e, pt.ToolExecutionEnd) else None
+    )
+    await agent.prompt("go")
+    assert ends["w"].duration_ms == 1500.0  # the mock clock's time
+    assert ends["n"].duration_ms is None  # never executed (unknown tool)
+    assert "durationMs" not in pt.to_json(ends["w"])

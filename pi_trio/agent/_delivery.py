@@ -47,6 +47,7 @@ class Delivery:
         "_flush_due",
         "_flush_failed",
         "_resume",
+        "_seq",
         "_undelivered",
         "listeners",
         "recorder",
@@ -59,6 +60,7 @@ class Delivery:
         self.recorder: Recorder | None = None
         self.listeners: tuple[Listener, ...] = ()
         self.subscriptions: list[Subscription] = []
+        self._seq = 0  # the last sequence number given to an event (per agent, across runs)
         self._careful = False  # any of the three below is set: take the careful path
         self._flush_due = False
         self._flush_failed = False
@@ -100,6 +102,7 @@ class Delivery:
         """
         if self._careful:
             return await self._send_carefully(event)
+        self._seq = event.seq = self._seq + 1
         if self.subscriptions:
             await self._feed(event, tuple(self.subscriptions), self.listeners)
         # the hot path (one call per event, deltas included): _to_listeners, inlined
@@ -156,6 +159,8 @@ class Delivery:
             raise
 
     async def _deliver(self, event: AgentEvent) -> None:
+        if event.seq is None:
+            self._seq = event.seq = self._seq + 1
         listeners = self.listeners
         if self.subscriptions:
             await self._feed(event, tuple(self.subscriptions), listeners)

@@ -127,6 +127,7 @@ class _Slot:
     written: bool = False
     tool: AgentTool | None = None
     args: Any = None
+    started_at: float | None = None  # trio.current_time() when execution began
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -302,6 +303,7 @@ class ToolBatch:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
+        slot.started_at = trio.current_time()
         try:
             if timeout is None:
                 value = await tool.run(call.id, slot.args, on_update)
@@ -345,6 +347,8 @@ class ToolBatch:
         call = slot.call
         assert slot.result is not None
         event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
+        if slot.started_at is not None:
+            event.duration_ms = (trio.current_time() - slot.started_at) * 1000.0
         serializer = self._serializer
         if serializer is None:
             slot.ended = True

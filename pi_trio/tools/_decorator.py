@@ -60,9 +60,21 @@ def tool(
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Describe a function as a tool; use as ``@tool`` or ``@tool(name=..., ...)``.
 
-    ``name`` defaults to the function's name, ``label`` to the name, ``description`` to the
-    docstring's first paragraph. Raises ``TypeError`` for ``*args``/``**kwargs``,
-    positional-only parameters or annotations that have no JSON schema.
+    Args:
+        fn: the function (``async def`` or plain ``def``); given when used as bare ``@tool``.
+        name: the tool's name for the model (default: the function's name).
+        label: a human-readable label (default: the name).
+        description: the tool's description (default: the docstring's first paragraph).
+        execution_mode: ``"sequential"`` or ``"parallel"`` for this tool (default: the
+            loop's).
+
+    Returns:
+        The :class:`AgentTool`, or (with keywords only) a decorator that makes it.
+
+    Raises:
+        TypeError: ``fn`` is not callable, or has ``*args``/``**kwargs``, positional-only
+            parameters or annotations that have no JSON schema.
+        ValueError: ``execution_mode`` is neither mode.
     """
 
     def decorate(function: Callable[..., Any]) -> AgentTool:

@@ -16,6 +16,16 @@ that cannot be checked are skipped). Any other keyword that ``jsonschema`` evalu
 ``$ref``, ``format``, ...) disables the fast path for the whole schema; annotations
 (``description``, ``default``, ``title``, ...) are ignored, as they are by the full path. Only
 draft 2020-12 schemas (the default) are compiled.
+
+Why hand-written and not a compiled validator such as ``fastjsonschema``: the fast path must
+also prove that pi's coercions change nothing (an ``integer`` must be an ``int``, not ``1.0``)
+and copy the containers the coercers copy, so a compiled validator still needs this walk after
+its own. Measured (fastjsonschema 2.22.3 plus that walk, against this module, back to back,
+callgrind): the S1 schema (an empty closed object) 4,531 against 4,237 instructions a call, an
+attrs class with ``int | None`` fields 26,474 against 12,837 (its ``anyOf`` goes through
+exceptions), and the S1 loop ~0.5% more instructions a turn. It also needs ``$`` in patterns
+and its lenient draft-07 fallbacks vetted, and cannot build some schemas with
+``detailed_exceptions=False``.
 """
 
 from __future__ import annotations
@@ -33,14 +43,16 @@ __all__ = ["MISS", "FastCheck", "compile_fast_check"]
 #: What a fast check returns when the full path must decide.
 MISS: Final = object()
 
+#: ``check(value)``: what the full path would return for ``value``, or :data:`MISS`.
 FastCheck = Callable[[Any], Any]
 
 _EVALUATED: Final = frozenset(Draft202012Validator.VALIDATORS)
 _ANY_TYPE: Final = frozenset({"type", "enum", "const"})
+_BOUNDS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 _BY_TYPE: Final[dict[str, frozenset[str]]] = {
     "string": frozenset({"minLength", "maxLength", "pattern"}),
-    "number": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}),
-    "integer": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}),
+    "number": _BOUNDS,
+    "integer": _BOUNDS,
     "boolean": frozenset(),
     "null": frozenset(),
     "array": frozenset({"items", "minItems", "maxItems"}),
@@ -60,6 +72,9 @@ def compile_fast_check(schema: Any) -> FastCheck | None:
     The result is valid for both pipelines (with and without TypeBox's convert): for the
     shapes accepted here both leave a valid value unchanged, integers included, because only
     ``int`` values within JavaScript's safe range are accepted for ``integer``.
+
+    Args:
+        schema: a schema that ``jsonschema``'s ``check_schema`` accepted.
     """
     try:
         return _compile(schema)
@@ -90,22 +105,17 @@ def _compile(schema: Any) -> FastCheck:
         raise _Unsupported
     if evaluated - _ANY_TYPE - _BY_TYPE[declared]:
         raise _Unsupported
+    check = _BUILDERS[declared](schema)
     allowed = _allowed_strings(schema)
-    if declared == "object":
-        check = _object_check(schema)
-    elif declared == "array":
-        check = _array_check(schema)
-    elif declared == "string":
-        check = _string_check(schema)
-    elif declared in ("number", "integer"):
-        check = _number_check(schema, integer=declared == "integer")
-    elif declared == "boolean":
-        check = _boolean
-    else:
-        check = _null
     if allowed is None:
         return check
-    return _restricted(check, allowed)
+
+    def restricted(value: Any) -> Any:
+        if type(value) is not str or value not in allowed:
+            return MISS
+        return check(value)
+
+    return restricted
 
 
 def _allowed_strings(schema: dict[str, Any]) -> frozenset[str] | None:
@@ -122,15 +132,6 @@ def _allowed_strings(schema: dict[str, Any]) -> frozenset[str] | None:
             raise _Unsupported
         allowed = frozenset({const}) if allowed is None else allowed & {const}
     return allowed
-
-
-def _restricted(check: FastCheck, allowed: frozenset[str]) -> FastCheck:
-    def restricted(value: Any) -> Any:
-        if type(value) is not str or value not in allowed:
-            return MISS
-        return check(value)
-
-    return restricted
 
 
 def _any_of_check(branches: Any) -> FastCheck:
@@ -159,30 +160,22 @@ def _any_of_check(branches: Any) -> FastCheck:
     return any_of
 
 
-def _boolean(value: Any) -> Any:
-    return value if type(value) is bool else MISS
+def _of_type(kind: type) -> FastCheck:
+    def check(value: Any) -> Any:
+        return value if type(value) is kind else MISS
 
-
-def _null(value: Any) -> Any:
-    return value if value is None else MISS
-
-
-def _string(value: Any) -> Any:
-    return value if type(value) is str else MISS
+    return check
 
 
 def _string_check(schema: dict[str, Any]) -> FastCheck:
-    min_length = schema.get("minLength")
-    max_length = schema.get("maxLength")
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
     source = schema.get("pattern")
-    if min_length is None and max_length is None and source is None:
-        return _string
+    if not low and high is None and source is None:
+        return _of_type(str)
     try:
         pattern = re.compile(source) if source is not None else None
     except (re.error, TypeError):
         raise _Unsupported from None
-    low = 0 if min_length is None else min_length
-    high = max_length
 
     def string(value: Any) -> Any:
         if type(value) is not str:
@@ -225,12 +218,11 @@ def _number_check(schema: dict[str, Any], *, integer: bool) -> FastCheck:
 
 
 def _array_check(schema: dict[str, Any]) -> FastCheck:
-    items = schema.get("items")
-    if items is not None and not isinstance(items, dict) and items is not True:
+    items = schema.get("items", True)
+    if not isinstance(items, dict) and items is not True:
         raise _Unsupported  # items: false, or the draft-07 list form
-    item = None if items is None or items is True else _compile(items)
-    low = schema.get("minItems", 0)
-    high = schema.get("maxItems")
+    item = None if items is True else _compile(items)
+    low, high = schema.get("minItems", 0), schema.get("maxItems")
 
     def array(value: Any) -> Any:
         if type(value) is not list:
@@ -260,16 +252,12 @@ def _object_check(schema: dict[str, Any]) -> FastCheck:
     walk = tuple((name, check) for name, check in checks.items() if check is not _identity)
     required = frozenset(schema.get("required", ()))
     extra = schema.get("additionalProperties", True)
-    closed = extra is False
-    extra_check: FastCheck | None = None
-    if isinstance(extra, dict):
-        extra_check = _compile(extra)
-        if extra_check is _identity:
-            extra_check = None
-    elif not isinstance(extra, bool):
+    if not isinstance(extra, bool | dict):
         raise _Unsupported
-    low = schema.get("minProperties", 0)
-    high = schema.get("maxProperties")
+    closed = extra is False
+    extra_check = _compile(extra) if isinstance(extra, dict) else _identity
+    check_extra = extra_check is not _identity
+    low, high = schema.get("minProperties", 0), schema.get("maxProperties")
 
     def obj(value: Any) -> Any:
         if type(value) is not dict:
@@ -288,7 +276,7 @@ def _object_check(schema: dict[str, Any]) -> FastCheck:
                 if checked is MISS:
                     return MISS
                 out[name] = checked
-        if extra_check is not None:
+        if check_extra:
             for name, entry in value.items():
                 if name not in known:
                     checked = extra_check(entry)
@@ -298,3 +286,18 @@ def _object_check(schema: dict[str, Any]) -> FastCheck:
         return out
 
     return obj
+
+
+_BUILDERS: Final[dict[str, Callable[[dict[str, Any]], FastCheck]]] = {
+    "object": _object_check,
+    "array": _array_check,
+    "string": _string_check,
+    "number": lambda schema: _number_check(schema, integer=False),
+    "integer": lambda schema: _number_check(schema, integer=True),
+    "boolean": lambda schema: _of_type(bool),
+    "null": lambda schema: _null,
+}
+
+
+def _null(value: Any) -> Any:
+    return value if value is None else MISS

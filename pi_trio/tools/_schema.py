@@ -1,7 +1,7 @@
 """JSON schemas from attrs classes and type annotations, shaped like pi's TypeBox schemas.
 
 ``json_schema_for(cls)`` is what an attrs-class tool shows the model; the validator then checks
-arguments against it (TypeBox's ``Value.Convert`` included, see ``_validation``).
+arguments against it (after TypeBox's ``Value.Convert``, see ``_typebox_convert``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ def json_schema_for(params_type: type) -> JsonSchema:
     Fields with a default are optional; ``attrs.field(metadata={"description": ...})`` or
     ``Annotated[T, "description"]`` give descriptions. Like TypeBox, objects leave
     ``additionalProperties`` unset (extra arguments are allowed and ignored when structuring).
+
+    Args:
+        params_type: an attrs class; its fields may be scalars, enums, ``Literal``, unions,
+            lists, sets, tuples, ``dict[str, T]`` and other attrs classes.
+
+    Raises:
+        TypeError: ``params_type`` is not an attrs class, is recursive, or has a field type
+            that JSON cannot express (the text names it).
     """
     if not (isinstance(params_type, type) and attrs.has(params_type)):
         raise TypeError(f"json_schema_for() needs an attrs class, got {params_type!r}")
@@ -105,7 +113,7 @@ def _json_default(value: Any) -> tuple[bool, Any]:
     if value is None or isinstance(value, bool | str):
         return True, value
     if isinstance(value, int | float):
-        return math.isfinite(value), value
+        return isinstance(value, int) or math.isfinite(value), value
     if isinstance(value, list | tuple):
         converted = [_json_default(item) for item in value]
         return all(ok for ok, _ in converted), [item for _, item in converted]
