@@ -148,6 +148,8 @@ class SessionRecorder:
         return seq
 
     def record(self, event: AgentEvent) -> bool:
+        """Note what ``event`` changed; True when it must be durable before its delivery
+        (``message_end``, ``tool_execution_end``, ``agent_end``)."""
         cls = type(event)
         if cls is MessageUpdate:
             return False
@@ -251,6 +253,8 @@ class SessionRecorder:
         self._last = message
 
     def queued(self, kind: str, message: AgentMessage) -> None:
+        """Note a ``steer()``/``follow_up()``; it is durable at the next flush (at the latest
+        before a run takes it)."""
         queue = _queue_name(kind)
         seq = self.note("queued", (queue, message))
         self.adopt_queued(seq, queue, message)
@@ -260,6 +264,7 @@ class SessionRecorder:
         self._queued.setdefault(id(message), []).append((seq, queue, message))
 
     def cleared(self, kind: str) -> None:
+        """Note that a queue was emptied (its messages will not come back on resume)."""
         queue = _queue_name(kind)
         self.note("cleared", {"queue": queue})
         for key in list(self._queued):
