@@ -23,7 +23,7 @@ import httpx
 import trio
 
 import pi_trio as pt
-from pi_trio.providers._http import pool_in_use
+from pi_trio.providers import pool_in_use
 
 from . import _script as script
 from ._common import s7_schedule

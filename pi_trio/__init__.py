@@ -27,7 +27,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState, Recorder
+from .agent import Agent, AgentState, QueuedMessage, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -35,6 +35,7 @@ from .events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    QueueUpdate,
     StreamDone,
     StreamError,
     StreamEvent,
@@ -138,6 +139,8 @@ __all__ = [
     "ProviderNotFoundError",
     "ProxyServer",
     "ProxyStream",
+    "QueueUpdate",
+    "QueuedMessage",
     "Recorder",
     "SessionBusyError",
     "SessionEntry",

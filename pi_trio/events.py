@@ -30,6 +30,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "QueueUpdate",
     "StreamDone",
     "StreamError",
     "StreamEvent",
@@ -336,6 +337,24 @@ class ToolExecutionEnd:
     duration_ms: float | None = attrs.field(
         default=None, init=False, eq=False, metadata=NOT_ON_WIRE
     )
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
+
+
+@final
+@attrs.define(unsafe_hash=True)
+class QueueUpdate:
+    """An agent's steering or follow-up queue changed (pi_trio's addition; not pi's JSON).
+
+    ``change`` says how ("queued", "removed", "replaced", "cleared", "drained": taken by a
+    run); ``queued`` is that queue's content afterwards, in order (``pt.QueuedMessage``
+    records). Queues change outside runs too, so this goes to ``agent.events()`` channels only,
+    at once, never to ``subscribe()`` listeners (whose stream is pi's run grammar).
+    """
+
+    type: ClassVar[Literal["queue_update"]] = "queue_update"
+    kind: Literal["steer", "follow_up"]
+    change: Literal["queued", "removed", "replaced", "cleared", "drained"]
+    queued: tuple[Any, ...]
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 

@@ -14,7 +14,7 @@ message type is any class with a ``role`` (:class:`CustomMessage`), not a subcla
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, final, runtime_checkable
 
 import attrs
@@ -71,6 +71,13 @@ class _Accumulating:
         """
         self._parts.append(delta)
 
+    def appender(self) -> Callable[[str], None]:
+        """A callable that adds one streamed piece, like :meth:`append` but without a
+        Python call per piece (it is the bound ``append`` of the block's piece list): for
+        a loop that streams many deltas into one block. It stays valid for the life of the
+        block: reading or assigning the text keeps the same list."""
+        return self._parts.append
+
 
 @final
 @attrs.define(init=False, eq=False, repr=False)
@@ -91,7 +98,7 @@ class TextContent(_Accumulating):
 
     @text.setter
     def text(self, value: str) -> None:
-        self._parts = [value]
+        self._parts[:] = [value]  # in place: an appender() stays valid
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TextContent):
@@ -128,7 +135,7 @@ class ThinkingContent(_Accumulating):
 
     @thinking.setter
     def thinking(self, value: str) -> None:
-        self._parts = [value]
+        self._parts[:] = [value]  # in place: an appender() stays valid
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThinkingContent):

@@ -132,7 +132,7 @@ async def test_cancellation_mid_message_emits_nothing_more(
 async def test_already_cancelled_stream_starts_nothing() -> None:
     seen = []
     with trio.CancelScope() as scope:
-        scope.cancel()
+        scope.cancel(reason="cancelled before the stream starts")
         async with faux.FauxModel([faux.assistant_message("x")])(
             MODEL, pt.Context(), pt.StreamOptions()
         ) as stream:

@@ -10,7 +10,7 @@ from ._agent import (
     Agent,
     Listener,
 )
-from ._inbox import QueueMode
+from ._inbox import QueuedMessage, QueueMode
 from ._recorder import QueueKind, Recorder
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
 
@@ -25,6 +25,7 @@ __all__ = [
     "Listener",
     "QueueKind",
     "QueueMode",
+    "QueuedMessage",
     "Recorder",
     "ThinkingLevelSetting",
 ]

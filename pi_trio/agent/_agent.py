@@ -38,7 +38,8 @@ from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._delivery import Delivery, Listener
-from ._inbox import Inbox, QueueMode
+from ._inbox import QueuedMessage, QueueMode
+from ._queues import Queues
 from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
@@ -120,10 +121,11 @@ class Agent:
         self.close_timeout = close_timeout
         self.max_parallel_tools = max_parallel_tools
         self.tool_timeout = tool_timeout
-        self._steering = Inbox(steering_mode)
-        self._follow_ups = Inbox(follow_up_mode)
         self._delivery = Delivery(self._state)
         self._delivery.recorder = recorder
+        self._queues = Queues(steering_mode, follow_up_mode, self._delivery)
+        self._steering = self._queues.steering
+        self._follow_ups = self._queues.follow_ups
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
         self._outer_nurseries: frozenset[trio.Nursery] = frozenset()
@@ -165,29 +167,47 @@ class Agent:
     def follow_up_mode(self, mode: QueueMode) -> None:
         self._follow_ups.mode = mode
 
-    def steer(self, message: AgentMessage | str) -> None:
-        """Queue a message to inject after the current turn (never mid-turn)."""
-        message = _as_message(message)
-        self._steering.put(message)
-        if self.recorder is not None:
-            self.recorder.queued("steer", message)
+    def steer(self, message: AgentMessage | str) -> QueuedMessage:
+        """Queue a message to inject after the current turn (never mid-turn); returns its
+        queue record (its ``id`` works with :meth:`remove_queued`, :meth:`replace_queued`)."""
+        return self._queues.put("steer", _as_message(message))
 
-    def follow_up(self, message: AgentMessage | str) -> None:
-        """Queue a message to run only once the agent would otherwise stop."""
-        message = _as_message(message)
-        self._follow_ups.put(message)
-        if self.recorder is not None:
-            self.recorder.queued("follow_up", message)
+    def follow_up(self, message: AgentMessage | str) -> QueuedMessage:
+        """Queue a message to run only once the agent would otherwise stop; returns its queue
+        record."""
+        return self._queues.put("follow_up", _as_message(message))
 
     def clear_steering_queue(self) -> None:
-        self._steering.clear()
-        if self.recorder is not None:
-            self.recorder.cleared("steer")
+        self._queues.clear("steer")
 
     def clear_follow_up_queue(self) -> None:
-        self._follow_ups.clear()
-        if self.recorder is not None:
-            self.recorder.cleared("follow_up")
+        self._queues.clear("follow_up")
+
+    def queued(self) -> tuple[QueuedMessage, ...]:
+        """A snapshot of both queues: the steering messages, then the follow-ups, in order."""
+        return (*self._steering.snapshot(), *self._follow_ups.snapshot())
+
+    def peek_queued_messages(self) -> list[AgentMessage]:
+        """What the next poll would take, without taking it (pi 0.87's
+        ``peekQueuedMessages``): the steering queue's next message(s) if any, else the
+        follow-up queue's."""
+        return self._steering.peek() or self._follow_ups.peek()
+
+    def remove_queued(self, item_id: str) -> None:
+        """Take back a queued message the run has not taken yet.
+
+        Raises:
+            KeyError: nothing with that id is queued (a run may have taken it already).
+        """
+        self._queues.edit(item_id, None)
+
+    def replace_queued(self, item_id: str, message: AgentMessage | str) -> None:
+        """Rewrite a queued message in place (same id, same position).
+
+        Raises:
+            KeyError: nothing with that id is queued (a run may have taken it already).
+        """
+        self._queues.edit(item_id, _as_message(message))
 
     def clear_all_queues(self) -> None:
         self.clear_steering_queue()
@@ -234,8 +254,9 @@ class Agent:
     ) -> AsyncIterator[EventsReceiver]:
         """``async with agent.events() as rx: async for event in rx: ...``
 
-        A channel of this agent's events from now until the block ends (it spans runs). It is
-        fed synchronously (no task, no hop per event) and bounded:
+        A channel of this agent's events from now until the block ends (it spans runs), plus a
+        :class:`pt.QueueUpdate` whenever a queue changes. It is fed synchronously (no task, no
+        hop per event) and bounded:
 
         Args:
             max_buffer_size: when this many events wait unread, streaming events
@@ -326,24 +347,28 @@ class Agent:
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
         if messages[-1].role == "assistant":
-            steering = self._steering.drain()
+            if self.recorder is not None:  # durable before a run takes it
+                await self.recorder.flush()
+            steering = self._queues.drainer("steer")()
             if steering:
                 await self._run(steering, skip_initial_steering_poll=True, task_status=task_status)
                 return
-            follow_ups = self._follow_ups.drain()
+            follow_ups = self._queues.drainer("follow_up")()
             if follow_ups:
                 await self._run(follow_ups, task_status=task_status)
                 return
             raise ContinueError(CONTINUE_FROM_ASSISTANT)
         await self._run(None, task_status=task_status)
 
-    def abort(self) -> None:
+    def abort(self, *, clear_queues: bool = False) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle).
 
         Synchronous: it cancels the run's scope (reason "Agent.abort()"); the run closes its
-        transcript in pi's aborted shape and ``prompt()`` returns normally. The queues are
-        kept.
+        transcript in pi's aborted shape and ``prompt()`` returns normally. The queues are kept
+        (pi's behaviour) unless ``clear_queues`` (then they are cleared, running or not).
         """
+        if clear_queues:
+            self.clear_all_queues()
         if self._scope is not None:
             self._scope.cancel(reason="Agent.abort()")
 
@@ -384,7 +409,7 @@ class Agent:
     def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
         state = self._state
         skip = skip_initial_steering_poll
-        steering = self._steering
+        drain_steering = self._queues.drainer("steer")
 
         recorder = self.recorder
 
@@ -393,13 +418,14 @@ class Agent:
             if skip:
                 skip = False
                 return []
-            return steering.drain()
+            return drain_steering()
 
-        get_follow_ups: GetMessages = self._follow_ups.drain
+        drain_follow_ups = self._queues.drainer("follow_up")
+        get_follow_ups: GetMessages = drain_follow_ups
         get_steering: GetMessages = get_steering_messages
         if recorder is not None:  # a queued message is durable before a run takes it
             get_steering = _flushed_first(recorder, get_steering_messages)
-            get_follow_ups = _flushed_first(recorder, self._follow_ups.drain)
+            get_follow_ups = _flushed_first(recorder, drain_follow_ups)
 
         options = self.stream_options
         reasoning = None if state.thinking_level == "off" else state.thinking_level

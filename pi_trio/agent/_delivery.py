@@ -27,7 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-from ..events import AgentEvent
+from ..events import AgentEvent, QueueUpdate
 from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import Subscription
@@ -142,6 +142,14 @@ class Delivery:
             self._flush_due = False
             await self._flush(event)
         await self._deliver(event)
+
+    def offer(self, notice: QueueUpdate) -> None:
+        """Hand a notice that is not a run event (a queue change) to the ``events()``
+        channels, synchronously, at any time (a blocking channel that is full drops it)."""
+        self._seq = notice.seq = self._seq + 1
+        for subscription in tuple(self.subscriptions):
+            if not subscription.offer_now(notice) and subscription in self.subscriptions:
+                self.subscriptions.remove(subscription)
 
     async def _flush(self, event: AgentEvent) -> None:
         recorder = self.recorder

@@ -1,36 +1,60 @@
-"""The steering and follow-up inboxes: unbounded trio memory channels.
+"""The steering and follow-up inboxes: unbounded trio memory channels of queued messages.
 
 ``put`` is a synchronous ``send_nowait`` (it never blocks and never fails while the agent
 exists); the loop drains with ``receive_nowait`` until ``WouldBlock``. A message stays in the
-channel until a poll takes it, and a poll records what it takes in the transcript at once, so
-aborting a run loses no queued message: it is either still queued or already in the transcript.
+channel until a poll takes it, and a poll hands what it takes to the run's transcript at once
+(the close-out announces it if the run is aborted first), so aborting a run loses no queued
+message: it is either still queued or already in the transcript.
+
+Each queued message has an id (:class:`QueuedMessage`), so an application can show the queues
+and take back or rewrite what the run has not taken yet (``remove``/``replace``: the channel is
+emptied and refilled in order, O(queued), which is small).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Literal, TypeAlias
+from collections.abc import Callable
+from typing import Literal, TypeAlias, final
 
+import attrs
 import trio
 
 from ..messages import AgentMessage
+from ._recorder import QueueKind
 
-__all__ = ["Inbox", "QueueMode"]
+__all__ = ["Inbox", "QueueKind", "QueueMode", "QueuedMessage"]
 
 QueueMode: TypeAlias = Literal["one-at-a-time", "all"]
+
+
+@final
+@attrs.frozen
+class QueuedMessage:
+    """A message waiting in an agent's queue: ``kind`` is "steer" or "follow_up"; ``id`` is
+    unique per agent (for ``remove_queued`` / ``replace_queued``)."""
+
+    id: str
+    kind: QueueKind
+    message: AgentMessage
 
 
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_receive", "_send", "mode")
+    __slots__ = ("_ids", "_receive", "_send", "kind", "mode")
 
-    def __init__(self, mode: QueueMode) -> None:
+    def __init__(self, kind: QueueKind, mode: QueueMode, ids: Callable[[], int]) -> None:
+        self.kind: QueueKind = kind
         self.mode: QueueMode = mode
-        self._send, self._receive = trio.open_memory_channel[AgentMessage](math.inf)
+        self._ids = ids
+        self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
 
-    def put(self, message: AgentMessage) -> None:
-        self._send.send_nowait(message)
+    def put(self, message: AgentMessage) -> QueuedMessage:
+        item = QueuedMessage(f"{self.kind}-{self._ids()}", self.kind, message)
+        self._send.send_nowait(item)
+        return item
 
     def __len__(self) -> int:
         return self._receive.statistics().current_buffer_used
@@ -40,14 +64,49 @@ class Inbox:
         taken: list[AgentMessage] = []
         while self.mode == "all" or not taken:
             try:
-                taken.append(self._receive.receive_nowait())
+                taken.append(self._receive.receive_nowait().message)
             except trio.WouldBlock:
                 break
         return taken
 
     def clear(self) -> None:
+        self._take_all()
+
+    def snapshot(self) -> tuple[QueuedMessage, ...]:
+        """What is queued, in order (the queue is unchanged)."""
+        items = self._take_all()
+        for item in items:
+            self._send.send_nowait(item)
+        return tuple(items)
+
+    def peek(self) -> list[AgentMessage]:
+        """What the next drain would take, without taking it."""
+        items = self.snapshot()
+        return [item.message for item in (items if self.mode == "all" else items[:1])]
+
+    def edit(self, item_id: str, message: AgentMessage | None) -> bool:
+        """Remove (``message`` None) or replace the queued message ``item_id``; False when
+        nothing with that id is queued here. Order is kept; a replacement keeps the id."""
+        items = self._take_all()
+        found = False
+        for item in items:
+            if item.id == item_id:
+                found = True
+                if message is None:
+                    continue
+                item = attrs.evolve(item, message=message)
+            self._send.send_nowait(item)
+        return found
+
+    def _take_all(self) -> list[QueuedMessage]:
+        items: list[QueuedMessage] = []
         while True:
             try:
-                self._receive.receive_nowait()
+                items.append(self._receive.receive_nowait())
             except trio.WouldBlock:
-                return
+                return items
+
+
+def id_counter() -> Callable[[], int]:
+    """Ids for one agent's queued messages (shared by both queues)."""
+    return itertools.count(1).__next__

@@ -4,9 +4,9 @@ Each subscriber gets its own channel, fed synchronously from the agent's deliver
 ``send_nowait``, so a slow reader never holds up the run unless it asks to. Two bounds:
 
 * ``max_buffer_size``: when that many events wait unread, further *streaming* events
-  (``message_update``, ``tool_execution_update``) are dropped for that reader (counted in
-  ``dropped``); lifecycle events (starts, ends, turns) are still queued, so a reader that
-  catches up sees every message and every tool call complete.
+  (``message_update``, ``tool_execution_update``) and ``queue_update`` notices are dropped for
+  that reader (counted in ``dropped``); lifecycle events (starts, ends, turns) are still
+  queued, so a reader that catches up sees every message and every tool call complete.
 * ``max_backlog``: when that many events wait unread, the policy applies.
   ``on_overflow="disconnect"`` (the default) drops the subscription: the reader reads what was
   queued, then its ``receive()`` raises :class:`pt.EventsOverflowError`. ``"block"`` makes the
@@ -22,13 +22,16 @@ from typing import Literal, TypeAlias
 import trio
 
 from .._errors import EventsOverflowError
-from ..events import AgentEvent, MessageUpdate, ToolExecutionUpdate
+from ..events import AgentEvent, MessageUpdate, QueueUpdate, ToolExecutionUpdate
 
-__all__ = ["EventsReceiver", "OverflowPolicy", "Subscription"]
+__all__ = ["ChannelEvent", "EventsReceiver", "OverflowPolicy", "Subscription"]
 
 OverflowPolicy: TypeAlias = Literal["disconnect", "block"]
 
-_DROPPABLE = (MessageUpdate, ToolExecutionUpdate)
+ChannelEvent: TypeAlias = AgentEvent | QueueUpdate
+"""What an ``events()`` channel carries: the run events, and queue changes."""
+
+_DROPPABLE = (MessageUpdate, ToolExecutionUpdate, QueueUpdate)
 DEFAULT_MAX_BACKLOG = 4096
 
 
@@ -73,14 +76,14 @@ class Subscription:
         self.queued = 0  # events sent and not yet received
         self.overflowed = False
         self._room = trio.lowlevel.ParkingLot()
-        self._send, receive = trio.open_memory_channel[AgentEvent](math.inf)
+        self._send, receive = trio.open_memory_channel[ChannelEvent](math.inf)
         self.receive = EventsReceiver(receive, self)
 
     @property
     def blocks(self) -> bool:
         return self.on_overflow == "block"
 
-    def offer(self, event: AgentEvent) -> bool:
+    def offer(self, event: ChannelEvent) -> bool:
         """Queue ``event`` without blocking; False once the subscription is over (the reader
         closed it, or it overflowed under "disconnect"). Under "block" the caller awaits
         :meth:`wait_for_room` first when :meth:`full`."""
@@ -104,6 +107,14 @@ class Subscription:
         self.queued = queued + 1
         return True
 
+    def offer_now(self, event: ChannelEvent) -> bool:
+        """Queue a notice without ever waiting (under "block" too: past ``max_backlog`` it is
+        dropped and counted); False once the subscription is over."""
+        if self.blocks and self.queued >= self.max_backlog:
+            self.dropped += 1
+            return True
+        return self.offer(event)
+
     def full(self) -> bool:
         return self.queued >= self.max_buffer_size
 
@@ -124,12 +135,12 @@ class Subscription:
             self._room.unpark_all()
 
 
-class EventsReceiver(trio.abc.ReceiveChannel[AgentEvent]):
+class EventsReceiver(trio.abc.ReceiveChannel[ChannelEvent]):
     """The reader's end of ``agent.events()``: a memory channel's receive side that knows
     about its subscription's bounds (``async for event in rx`` works as usual)."""
 
     def __init__(
-        self, channel: trio.MemoryReceiveChannel[AgentEvent], subscription: Subscription
+        self, channel: trio.MemoryReceiveChannel[ChannelEvent], subscription: Subscription
     ) -> None:
         self._channel = channel
         self._subscription = subscription
@@ -140,7 +151,7 @@ class EventsReceiver(trio.abc.ReceiveChannel[AgentEvent]):
         """How many streaming events were dropped because this reader lagged."""
         return self._subscription.dropped
 
-    def receive_nowait(self) -> AgentEvent:
+    def receive_nowait(self) -> ChannelEvent:
         """The next event, or ``trio.WouldBlock``; after an overflow, once the queued events
         are read: :class:`pt.EventsOverflowError`."""
         try:
@@ -151,7 +162,7 @@ class EventsReceiver(trio.abc.ReceiveChannel[AgentEvent]):
         self._subscription.taken()
         return event
 
-    async def receive(self) -> AgentEvent:
+    async def receive(self) -> ChannelEvent:
         """The next event (waits for it). ``trio.EndOfChannel`` once the subscription has
         ended; :class:`pt.EventsOverflowError` instead when it ended because this reader fell
         ``max_backlog`` events behind. Cancellation leaves the channel unchanged."""

@@ -9,6 +9,7 @@ provider asks for it, best-effort while it streams).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..events import (
@@ -48,7 +49,7 @@ class MessageBuilder:
     arguments are indexes into ``message.content``.
     """
 
-    __slots__ = ("_args_parts", "message")
+    __slots__ = ("_appenders", "_args_parts", "message")
 
     def __init__(
         self, model: Model, *, timestamp: int | None = None, usage: Usage | None = None
@@ -65,6 +66,9 @@ class MessageBuilder:
             now_ms() if timestamp is None else timestamp,
         )
         self._args_parts: dict[int, list[str]] = {}
+        # content index -> appender() of that text/thinking block, from its first delta
+        # (made on first use: the scripted model's zero-delay path never needs it)
+        self._appenders: dict[int, Callable[[str], None]] | None = None
 
     def start(self) -> StreamStart:
         return StreamStart(self.message)
@@ -75,9 +79,28 @@ class MessageBuilder:
         return TextStart(len(self.message.content) - 1, self.message)
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
-        # per streamed delta: keep it to an append and the event (index is ours, from text_start)
-        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
+        # per streamed delta: keep it to an append and the event
+        appenders = self._appenders
+        append = None if appenders is None else appenders.get(index)
+        if append is None:
+            append = self._appender(index, TextContent)
+        append(delta)
         return TextDelta(index, delta, self.message)
+
+    def _appender(
+        self, index: int, kind: type[TextContent | ThinkingContent]
+    ) -> Callable[[str], None]:
+        """The appender of block ``index``, found on its first delta and kept (a start
+        event stays cheap: the scripted model's zero-delay path never asks for one)."""
+        block = self.message.content[index]
+        if not isinstance(block, kind):
+            raise TypeError(
+                f"content block {index} is a {type(block).__name__}, not a {kind.__name__}"
+            )
+        if self._appenders is None:
+            self._appenders = {}
+        append = self._appenders[index] = block.appender()
+        return append
 
     def text_end(self, index: int, signature: str | None = None) -> TextEnd:
         block = self.message.content[index]
@@ -92,7 +115,11 @@ class MessageBuilder:
         return ThinkingStart(len(self.message.content) - 1, self.message)
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
-        self.message.content[index]._parts.append(delta)  # type: ignore[union-attr]
+        appenders = self._appenders
+        append = None if appenders is None else appenders.get(index)
+        if append is None:
+            append = self._appender(index, ThinkingContent)
+        append(delta)
         return ThinkingDelta(index, delta, self.message)
 
     def thinking_end(

@@ -1,134 +1,59 @@
-"""The HTTP layer shared by every wire API: one client, SSE, deadlines, retries.
+"""The transport: one client, admission, a send that cannot leak, and the response checks.
 
-Layering (as in httpx's transports): a provider module builds the request
-body and interprets events; this module owns everything about getting those
-events over the network:
+Layering (as in httpx's transports): a wire API builds the request body and interprets the
+events; :mod:`._retry` decides about retries, :mod:`._sse_reader` reads events with the idle
+watchdog, :func:`pi_trio.providers.stream_wire` drives them. This module gets one response:
 
 * :func:`default_client` keeps one ``httpx.AsyncClient`` per ``trio.run`` (a
-  :class:`trio.lowlevel.RunVar`), created lazily, closed when the run ends by a
-  system task that only waits for that moment (shielded, bounded). An injected
-  client is never closed here: its owner closes it.
-* :func:`send_guarded` works around encode/httpcore#1093: a request cancelled
-  while it waits in the pool can leave a freshly assigned connection stuck in
-  the pool forever. The send runs shielded until httpcore reports (through the
-  ``trace`` extension) that the request is being written on its connection;
-  from there httpcore itself cleans up on cancellation, so the shield is
-  dropped and cancellation is prompt again. For the default client a
-  :class:`trio.Semaphore` sized to the pool admits requests, so the pool never
-  queues and the shielded window is only the connect.
-* :class:`EventSource` is one streamed request: it retries (exponential
-  backoff with jitter, Retry-After honoured up to a cap) on connection errors,
-  first-byte timeouts and 408/429/500/502/503/504/529, but only until the first
-  event has been handed out and never past the overall deadline. It applies a
-  first-byte timeout (until the response headers), an idle timeout measured
-  between *parsed events* (keep-alive comments do not reset it) and the
-  overall deadline, each around a single await: the caller's async generator
-  never yields inside one of our cancel scopes.
+  :class:`trio.lowlevel.RunVar`), created lazily, closed when the run ends by a system task
+  that only waits for that moment (shielded, bounded). An injected client is never closed
+  here: its owner closes it.
+* :func:`send_guarded` works around encode/httpcore#1093: a request cancelled while it waits
+  in the pool can leave a freshly assigned connection stuck in the pool forever. The send
+  runs shielded until httpcore reports (through the ``trace`` extension) that the request is
+  being written on its connection; from there httpcore itself cleans up on cancellation, so
+  the shield is dropped and cancellation is prompt again. A :class:`trio.Semaphore` sized to
+  the pool admits requests (:func:`open_exchange`), so the pool never queues and the
+  shielded window is only the connect.
+* :func:`open_exchange` is one attempt: admission, the guarded send under the first-byte
+  deadline, then the checks of what came back: an error status, or a 200 that is not an
+  event stream (an HTML page, a JSON error), become a :class:`ProviderFailure` naming the
+  status, the content type and the server's own text.
+* :func:`transport_failure` is the one place where httpx's exceptions become failures.
 
-Failures surface as :class:`ProviderFailure` whose message says what happened
-and has every occurrence of the API key replaced by ``***``.
+Nothing here reads httpx's private attributes except :func:`_pool_facts` (why: see there).
 """
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import http
-import json
-import math
-import random
 import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
+import attrs
 import httpx
 import trio
 
-from .._errors import PiError
-from ._sse import SSEEvent, SSEParser
+from ._failure import ProviderFailure, error_text
+from ._retry import RETRYABLE_STATUS, RequestPolicy, parse_retry_after
 
 __all__ = [
-    "RETRYABLE_STATUS",
-    "EventSource",
-    "ProviderFailure",
-    "RequestPolicy",
+    "CLOSE_GRACE",
+    "Exchange",
+    "aclose_response",
     "default_client",
+    "open_exchange",
     "pool_in_use",
-    "redact",
     "send_guarded",
+    "transport_failure",
 ]
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
-"""Statuses worth retrying; 400/401/403/404 and the like never are."""
-
 DEFAULT_MAX_CONNECTIONS = 64
-_CLOSE_GRACE = 2.0  # seconds allowed for closing a response or the default client
-_ERROR_BODY_LIMIT = 64 * 1024
-_REDACTED = "***"
-
-
-class ProviderFailure(PiError):
-    """A request that failed; ``str(exc)`` is the error_message for the user.
-
-    Internal to the providers: ``stream_simple`` turns it into a ``StreamError``,
-    so callers never see it raised.
-
-    ``retryable`` says whether trying again could help; ``retry_after`` is the
-    server's requested wait in seconds, when it sent one.
-    """
-
-    def __init__(
-        self, message: str, *, retryable: bool = False, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every occurrence of each (non-trivial) secret replaced by ``***``."""
-    for secret in secrets:
-        # also the key without surrounding whitespace: a key read from a file with its
-        # newline shows up in httpx/h11 errors as repr(bytes), where "\n" is escaped
-        for candidate in {secret, secret.strip()} if secret else ():
-            if len(candidate) >= 4 and candidate in text:
-                text = text.replace(candidate, _REDACTED)
-    return text
-
-
-class RequestPolicy:
-    """Timeouts (seconds; ``None`` = no limit) and the retry budget of one request."""
-
-    __slots__ = (
-        "first_byte_timeout",
-        "idle_timeout",
-        "max_retries",
-        "max_retry_delay",
-        "retry_base_delay",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        *,
-        timeout: float | None = None,
-        first_byte_timeout: float | None = 60.0,
-        idle_timeout: float | None = 120.0,
-        max_retries: int = 2,
-        max_retry_delay: float = 60.0,
-        retry_base_delay: float = 0.5,
-    ) -> None:
-        self.timeout = timeout
-        self.first_byte_timeout = first_byte_timeout
-        self.idle_timeout = idle_timeout
-        self.max_retries = max_retries
-        self.max_retry_delay = max_retry_delay
-        self.retry_base_delay = retry_base_delay
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in sorted(self.__slots__))
-        return f"RequestPolicy({fields})"
+CLOSE_GRACE = 2.0  # seconds allowed for closing a response or the default client
+_ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body read for its message
+_ERROR_BODY_WAIT = 5.0  # seconds allowed for reading them
+_EVENT_STREAM = "text/event-stream"
 
 
 # --- the shared client -------------------------------------------------------
@@ -167,34 +92,98 @@ async def _close_when_run_ends(client: httpx.AsyncClient) -> None:
     try:
         await trio.sleep_forever()
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
             await client.aclose()
+
+
+@attrs.frozen
+class _PoolFacts:
+    limit: int | None  # max_connections, None = unlimited
+    checked_out: int  # connections neither idle nor closed
+    queued: int  # requests waiting for a connection
+
+
+def _pool_facts(client: httpx.AsyncClient) -> _PoolFacts | None:
+    """What the connection pool of ``client``'s default transport holds, or ``None`` for a
+    transport that is not httpx's own.
+
+    The only reader of httpx/httpcore private attributes (``AsyncClient._transport``,
+    ``AsyncHTTPTransport._pool``, ``AsyncConnectionPool._max_connections`` and
+    ``._requests``), because neither library exposes the pool: its size is needed to admit
+    no more requests than it has connections (so a pooled wait never happens inside the
+    shield of :func:`send_guarded`), and its occupancy to prove that nothing leaked
+    (:func:`pool_in_use`). Every read is defensive: a change inside httpx makes this return
+    ``None`` (no admission, no diagnostics), never fail a request.
+    """
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    connections = getattr(pool, "connections", None)
+    if pool is None or not isinstance(connections, list):
+        return None
+    limit = getattr(pool, "_max_connections", None)
+    checked_out = sum(1 for conn in connections if not (conn.is_idle() or conn.is_closed()))
+    return _PoolFacts(
+        limit if isinstance(limit, int) and limit > 0 else None,
+        checked_out,
+        len(getattr(pool, "_requests", ())),
+    )
+
+
+def pool_in_use(client: httpx.AsyncClient) -> int:
+    """Connections of ``client``'s pool that are checked out plus requests still queued:
+    0 when nothing leaked. For tests and diagnostics; 0 for a transport that is not
+    httpx's default one."""
+    facts = _pool_facts(client)
+    return 0 if facts is None else facts.checked_out + facts.queued
 
 
 def _admission_for(client: httpx.AsyncClient) -> trio.Semaphore | None:
     """The admission semaphore of ``client``: the default client's, or one made on first
-    use for an injected client whose (httpx default) pool has a connection limit, so that
-    its pool never queues either and the shielded window of :func:`send_guarded` stays the
-    connect, instead of an unbounded wait for another request's connection."""
+    use for an injected client whose pool has a connection limit, so that its pool never
+    queues either and the shielded window of :func:`send_guarded` stays the connect."""
     admission = _ADMISSION.get(client)
     if admission is None:
-        pool = getattr(getattr(client, "_transport", None), "_pool", None)
-        limit = getattr(pool, "_max_connections", None)
-        if isinstance(limit, int) and limit > 0:
-            admission = _ADMISSION[client] = trio.Semaphore(limit)
+        facts = _pool_facts(client)
+        if facts is not None and facts.limit is not None:
+            admission = _ADMISSION[client] = trio.Semaphore(facts.limit)
     return admission
 
 
-def pool_in_use(client: httpx.AsyncClient) -> int:
-    """Connections of ``client``'s pool that are checked out (neither idle nor
-    closed) plus requests still queued: 0 when nothing leaked. For tests and
-    diagnostics; only understands httpx's default transport."""
-    transport = getattr(client, "_transport", None)
-    pool = getattr(transport, "_pool", None)
-    if pool is None:
-        return 0
-    busy = sum(1 for conn in pool.connections if not (conn.is_idle() or conn.is_closed()))
-    return busy + len(getattr(pool, "_requests", ()))
+# --- httpx's exceptions ------------------------------------------------------
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def transport_failure(
+    exc: httpx.HTTPError, *, host: str, phase: Literal["send", "read"]
+) -> ProviderFailure:
+    """The failure for an httpx exception raised while sending (up to the response
+    headers) or while reading the body; raise it ``from exc``.
+
+    Connection errors and timeouts while sending, and a connection broken while reading,
+    are retryable (within the retry policy); a read timeout or an undecodable body is not.
+    """
+    if phase == "send":
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderFailure(
+                f"timeout while connecting to {host}: {_describe(exc)}", retryable=True
+            )
+        if isinstance(exc, httpx.TransportError):
+            return ProviderFailure(f"connection to {host} failed: {_describe(exc)}", retryable=True)
+    else:
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderFailure(f"timeout while reading the response: {_describe(exc)}")
+        if isinstance(exc, httpx.DecodingError):  # e.g. a body that is not the gzip it claims
+            return ProviderFailure(f"invalid response body: {_describe(exc)}")
+        if isinstance(exc, httpx.TransportError):
+            return ProviderFailure(
+                "connection closed by the server before the response was complete: "
+                + _describe(exc),
+                retryable=True,
+            )
+    return ProviderFailure(f"HTTP request to {host} failed: {_describe(exc)}")
 
 
 # --- sending without leaking -------------------------------------------------
@@ -212,11 +201,12 @@ _WRITING_EVENTS = frozenset(
 async def send_guarded(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
     """``client.send(request, stream=True)`` that cannot strand a pooled connection.
 
-    See the module docstring: the send is shielded from cancellation until the
-    request is being written on a connection (then httpcore's own cleanup is
-    sound). With a client whose transport never reports that (a custom
-    transport), the whole send stays shielded, bounded by the client's own
-    timeouts. The caller's timeouts therefore belong *outside* this call.
+    See the module docstring: the send is shielded from cancellation until the request is
+    being written on a connection (then httpcore's own cleanup is sound). With a client
+    whose transport never reports that (a custom transport), the whole send stays
+    shielded, bounded by the client's own timeouts. The caller's timeouts therefore belong
+    *outside* this call. On cancellation: a response that arrived while the shield held the
+    cancellation back is closed, then ``Cancelled`` propagates.
     """
     guard = trio.CancelScope(shield=True)
 
@@ -244,231 +234,95 @@ async def send_guarded(client: httpx.AsyncClient, request: httpx.Request) -> htt
 
 async def aclose_response(response: httpx.Response) -> None:
     """Close a response even inside a cancelled scope (shielded, bounded)."""
-    with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
+    with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
         await response.aclose()
 
 
-# --- one streamed request ----------------------------------------------------
+# --- one attempt -------------------------------------------------------------
 
 
-class EventSource:
-    """One POST whose response is an event stream; :meth:`next_event` drives it.
+@attrs.define(eq=False)
+class Exchange:
+    """One admitted request and its open response (an event stream).
 
-    Not a context manager on purpose: providers are async generators that may
-    not yield inside ``async with`` blocks that hide cancel scopes, so they call
-    :meth:`aclose` in their ``finally``.
+    :meth:`aclose` closes the response and gives the admission slot back; it must be
+    called exactly once, also on failure and cancellation (it is shielded and bounded).
     """
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        url: str,
-        *,
-        headers: Mapping[str, str],
-        body: Mapping[str, Any] | bytes,
-        policy: RequestPolicy,
-        secrets: Iterable[str | None] = (),
-    ) -> None:
-        self._client = client
-        self._url = url
-        self._headers = dict(headers)
-        self._body = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self._policy = policy
-        self._secrets = tuple(s for s in secrets if s)
-        self._response: httpx.Response | None = None
-        self._chunks: AsyncIterator[bytes] | None = None
-        self._parser = SSEParser()
-        self._pending: deque[SSEEvent] = deque()
-        self._admission: trio.Semaphore | None = None
-        self._delivered = False
-        self._finished = False
-        self._attempt = 0
-        self._deadline = math.inf
-        self._idle_deadline = math.inf
-        self.status_code: int | None = None
-
-    def __repr__(self) -> str:  # headers hold the key: never show them
-        return f"<EventSource {self._url!r} status={self.status_code}>"
-
-    def _fail(self, message: str, **kwargs: Any) -> ProviderFailure:
-        return ProviderFailure(redact(message, self._secrets), **kwargs)
-
-    def _now(self) -> float:
-        return trio.current_time()
-
-    async def next_event(self) -> SSEEvent | None:
-        """The next parsed event, or ``None`` at the end of the body.
-
-        Raises :class:`ProviderFailure` for every failure, after retrying where
-        allowed. Cancellation propagates untouched (the response stays open
-        until :meth:`aclose`).
-        """
-        if self._deadline == math.inf and self._policy.timeout is not None:
-            self._deadline = self._now() + self._policy.timeout
-        while True:
-            try:
-                if self._response is None:
-                    await self._open()
-                event = await self._read_event()
-            except ProviderFailure as failure:
-                if not await self._may_retry(failure):
-                    raise
-                continue
-            if event is not None:
-                self._delivered = True
-            return event
-
-    async def _may_retry(self, failure: ProviderFailure) -> bool:
-        """Close the failed attempt and sleep before the next one, if allowed."""
-        await self._release()
-        if not failure.retryable or self._delivered or self._attempt > self._policy.max_retries:
-            return False
-        policy = self._policy
-        if failure.retry_after is not None:
-            if failure.retry_after > policy.max_retry_delay:
-                failure.args = (
-                    f"{failure.args[0]} (the server asked to retry after "
-                    f"{failure.retry_after:g} s, more than max_retry_delay "
-                    f"{policy.max_retry_delay:g} s)",
-                )
-                return False
-            delay = failure.retry_after
-        else:
-            backoff = policy.retry_base_delay * 2 ** (self._attempt - 1)
-            delay = min(policy.max_retry_delay, backoff) * random.uniform(0.5, 1.0)
-        if self._now() + delay >= self._deadline:
-            failure.args = (
-                f"{failure.args[0]} (no time left to retry within the overall timeout)",
-            )
-            return False
-        await trio.sleep(delay)
-        return True
-
-    async def _open(self) -> None:
-        """One attempt: admission, send, status check. Sets up body reading."""
-        self._attempt += 1
-        self._parser = SSEParser()
-        self._pending.clear()
-        admission = _admission_for(self._client)
-        if admission is not None:
-            with trio.move_on_at(self._deadline) as scope:
-                await admission.acquire()
-            if scope.cancelled_caught:
-                raise self._overall_timeout()
-            self._admission = admission
-        request = self._client.build_request(
-            "POST", self._url, headers=self._headers, content=self._body
-        )
-        first_byte = self._policy.first_byte_timeout
-        limit = (
-            self._deadline if first_byte is None else min(self._deadline, self._now() + first_byte)
-        )
-        try:
-            with trio.move_on_at(limit) as scope:
-                response = await send_guarded(self._client, request)
-        except httpx.TimeoutException as exc:
-            message = f"timeout while connecting to {request.url.host}: {_describe(exc)}"
-            raise self._fail(message, retryable=True) from exc
-        except httpx.TransportError as exc:
-            message = f"connection to {request.url.host} failed: {_describe(exc)}"
-            raise self._fail(message, retryable=True) from exc
-        if scope.cancelled_caught:
-            if limit == self._deadline:
-                raise self._overall_timeout()
-            raise self._fail(
-                f"timeout: no response from the server within {first_byte:g} s", retryable=True
-            )
-        self._response = response
-        self.status_code = response.status_code
-        if response.status_code >= 400:
-            raise await self._http_error(response)
-        self._chunks = response.aiter_bytes()
-        self._arm_idle()
-
-    def _arm_idle(self) -> None:
-        idle = self._policy.idle_timeout
-        self._idle_deadline = math.inf if idle is None else self._now() + idle
-
-    def _overall_timeout(self) -> ProviderFailure:
-        return self._fail(
-            f"timeout: the request exceeded its overall timeout of {self._policy.timeout:g} s"
-        )
-
-    async def _read_event(self) -> SSEEvent | None:
-        while not self._pending:
-            if self._finished:
-                return None
-            chunk = await self._read_chunk()
-            if chunk is None:
-                self._finished = True
-                self._pending.extend(self._parser.close())
-            else:
-                self._pending.extend(self._parser.feed(chunk))
-        self._arm_idle()
-        return self._pending.popleft()
-
-    async def _read_chunk(self) -> bytes | None:
-        assert self._chunks is not None
-        limit = min(self._deadline, self._idle_deadline)
-        try:
-            with trio.move_on_at(limit) as scope:
-                return await self._chunks.__anext__()
-        except StopAsyncIteration:
-            return None
-        except httpx.TimeoutException as exc:
-            raise self._fail(f"timeout while reading the response: {_describe(exc)}") from exc
-        except httpx.DecodingError as exc:  # e.g. a body that is not the gzip it claims
-            raise self._fail(f"invalid response body: {_describe(exc)}") from exc
-        except httpx.TransportError as exc:
-            message = "connection closed by the server before the response was complete"
-            raise self._fail(f"{message}: {_describe(exc)}", retryable=True) from exc
-        finally:
-            if scope.cancelled_caught:
-                # the interrupted read left the body iterator unusable
-                self._finished = True
-        if limit == self._deadline:
-            raise self._overall_timeout()
-        idle = self._policy.idle_timeout
-        raise self._fail(f"timeout: no event from the server for {idle:g} s (the stream went idle)")
-
-    async def _http_error(self, response: httpx.Response) -> ProviderFailure:
-        body = b""
-        with trio.move_on_after(min(5.0, max(0.0, self._deadline - self._now()))):
-            try:
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) >= _ERROR_BODY_LIMIT:
-                        break
-            except httpx.HTTPError:
-                pass
-        # redact before _error_text truncates: a key cut in half would not match any more
-        text = _error_text(redact(body.decode("utf-8", errors="replace"), self._secrets))
-        status = f"HTTP {response.status_code} {_reason(response)}".rstrip()
-        message = f"{status}: {text}" if text else status
-        return self._fail(
-            message,
-            retryable=response.status_code in RETRYABLE_STATUS,
-            retry_after=_retry_after(response.headers),
-        )
-
-    async def _release(self) -> None:
-        response, self._response = self._response, None
-        chunks, self._chunks = self._chunks, None
-        if chunks is not None:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
-                    await aclose()
-        if response is not None:
-            await aclose_response(response)
-        if self._admission is not None:
-            self._admission.release()
-            self._admission = None
-        self._finished = False
+    response: httpx.Response
+    _admission: trio.Semaphore | None = attrs.field(default=None, alias="admission", repr=False)
 
     async def aclose(self) -> None:
-        """Close the response and give back the connection; safe when cancelled."""
-        await self._release()
+        """Close the response and release the admission slot; safe when cancelled."""
+        admission, self._admission = self._admission, None
+        try:
+            await aclose_response(self.response)
+        finally:
+            if admission is not None:
+                admission.release()
+
+
+async def open_exchange(
+    client: httpx.AsyncClient, request: httpx.Request, policy: RequestPolicy, deadline: float
+) -> Exchange:
+    """Send ``request`` and return its response once it is known to be an event stream.
+
+    Waits for admission (until ``deadline``), sends with :func:`send_guarded` under the
+    first-byte deadline, and checks the status and the content type (a missing content
+    type is accepted, as some servers send none).
+
+    Raises:
+        ProviderFailure: a timeout, a transport failure, an error status (with the
+            provider's own text and Retry-After), or a response that is not an event
+            stream. Whatever was acquired is released first.
+    """
+    host = request.url.host
+    admission = _admission_for(client)
+    if admission is not None:
+        admitted = False
+        with trio.move_on_at(deadline):
+            await admission.acquire()
+            admitted = True
+        if not admitted:
+            raise overall_timeout(policy)
+    try:
+        first_byte = policy.first_byte_timeout
+        now = trio.current_time()
+        limit = deadline if first_byte is None else min(deadline, now + first_byte)
+        response: httpx.Response | None = None
+        try:
+            with trio.move_on_at(limit):
+                response = await send_guarded(client, request)
+        except httpx.HTTPError as exc:
+            raise transport_failure(exc, host=host, phase="send") from exc
+        if response is None:
+            if limit == deadline:
+                raise overall_timeout(policy)
+            raise ProviderFailure(
+                f"timeout: no response from the server within {first_byte:g} s", retryable=True
+            )
+        exchange = Exchange(response, admission=admission)
+        admission = None  # the exchange gives it back
+    finally:
+        if admission is not None:
+            admission.release()
+    try:
+        # the first media type (a repeated header arrives joined with ","), no parameters
+        content_type = response.headers.get("content-type", "")
+        media = content_type.partition(",")[0].partition(";")[0].strip().lower()
+        if response.status_code >= 400 or (media and media != _EVENT_STREAM):
+            raise await _failure_from(response, media, deadline)
+    except BaseException:
+        await exchange.aclose()
+        raise
+    return exchange
+
+
+def overall_timeout(policy: RequestPolicy) -> ProviderFailure:
+    """The failure for a request that ran out of its overall ``timeout``."""
+    return ProviderFailure(
+        f"timeout: the request exceeded its overall timeout of {policy.timeout:g} s"
+    )
 
 
 def _reason(response: httpx.Response) -> str:
@@ -480,54 +334,25 @@ def _reason(response: httpx.Response) -> str:
         return ""
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _error_text(body: str) -> str:
-    """The provider's own error message from an error body (JSON or text)."""
-    text = body.strip()
-    if not text:
-        return ""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:2000]
-    if isinstance(data, list) and data:
-        data = data[0]  # Google sometimes wraps the error in a list
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            message = error.get("message")
-            kind = error.get("type") or error.get("status") or error.get("code")
-            if isinstance(message, str) and message:
-                return f"{message} ({kind})" if isinstance(kind, str) and kind else message
-        elif isinstance(error, str) and error:
-            return error
-    return text[:2000]
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
+async def _failure_from(response: httpx.Response, media: str, deadline: float) -> ProviderFailure:
+    """The failure for an error status or a body that is not an event stream: the status,
+    for a 2xx/3xx the content type, and the start of the body (the provider's own message
+    when it is a JSON error)."""
+    body = b""
+    with trio.move_on_at(min(deadline, trio.current_time() + _ERROR_BODY_WAIT)):
         try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    now = datetime.datetime.now(datetime.UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, (when - now).total_seconds())
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) >= _ERROR_BODY_LIMIT:
+                    break
+        except httpx.HTTPError:
+            pass  # what arrived is all there is to show
+    text = error_text(body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace"))
+    status = f"HTTP {response.status_code} {_reason(response)}".rstrip()
+    if response.status_code < 400:
+        status += f" is not an event stream (expected {_EVENT_STREAM}, got {media})"
+    return ProviderFailure(
+        f"{status}: {text}" if text else status,
+        retryable=response.status_code in RETRYABLE_STATUS,
+        retry_after=parse_retry_after(response.headers),
+    )

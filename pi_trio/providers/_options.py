@@ -39,7 +39,10 @@ class StreamOptions:
     including retries; ``first_byte_timeout`` the wait for the response headers and first
     bytes; ``idle_timeout`` the longest gap between two parsed events (keep-alive bytes do not
     count). ``max_retry_delay`` caps a single wait: a server asking for a longer Retry-After
-    fails the request at once with an error that says so.
+    fails the request at once with an error that says so. ``max_event_bytes`` is the largest
+    Server-Sent Events line or event accepted from the server (8 MiB by default): a longer one
+    ends the stream with an error that says so, which keeps the memory one stream can take
+    bounded by about this much whatever the server sends.
     """
 
     api_key: str | None = attrs.field(default=None, repr=False)
@@ -57,6 +60,7 @@ class StreamOptions:
     idle_timeout: float | None = 120.0
     max_retries: int = 2
     max_retry_delay: float = 60.0
+    max_event_bytes: int = 8 * 1024 * 1024
 
 
 StreamFn: TypeAlias = Callable[

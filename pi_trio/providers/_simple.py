@@ -11,9 +11,10 @@ from ..events import StreamDone, StreamError, StreamEvent
 from ..messages import AssistantMessage, Context
 from ..models import Model
 from ._builder import MessageBuilder
-from ._http import redact
+from ._failure import redact
 from ._options import StreamOptions
 from ._registry import ApiStreamFunction, get_api
+from ._stream import WireApi
 
 __all__ = ["complete_simple", "stream_simple"]
 
@@ -30,13 +31,17 @@ def stream_simple(
     emitted and ``trio.Cancelled`` propagates; leaving the block closes the HTTP response.
     """
     api = get_api(model.api)
-    return aclosing(_guarded(api, model, context, options or StreamOptions()))
+    options = options or StreamOptions()
+    if isinstance(api, WireApi):  # its one generator never raises: no wrapper needed
+        return aclosing(api(model, context, options))
+    return aclosing(_guarded(api, model, context, options))
 
 
 async def _guarded(
     api: ApiStreamFunction, model: Model, context: Context, options: StreamOptions
 ) -> AsyncGenerator[StreamEvent, None]:
-    """Turn an exception escaping a provider into the StreamError it should have been."""
+    """Turn an exception escaping a provider (one registered by an application, the faux
+    model) into the StreamError it should have been."""
     try:
         async with aclosing(api(model, context, options)) as events:
             async for event in events:

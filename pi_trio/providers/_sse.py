@@ -15,7 +15,9 @@ interpretation" rules:
 The parser is pure (no I/O, no Trio), so the HTTP layer owns timeouts and the
 tests can feed it arbitrary chunkings. Work per call is proportional to the
 bytes fed plus the events produced: the buffer only ever holds the current
-unfinished line.
+unfinished line. Memory is bounded: a line or an event (its lines together) longer than
+``max_event_bytes`` raises :class:`SSELimitError` as soon as the parser sees it, so an
+endless line costs at most that much plus one chunk.
 """
 
 from __future__ import annotations
@@ -23,43 +25,28 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-__all__ = ["SSEEvent", "SSEParser"]
+import attrs
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEEvent", "SSELimitError", "SSEParser"]
+
+DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
 
 
+@attrs.frozen
 class SSEEvent:
     """One dispatched event: its ``event`` name, joined ``data``, optional ``id``/``retry``."""
 
-    __slots__ = ("data", "event", "id", "retry")
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
 
-    def __init__(
-        self,
-        data: str,
-        event: str = "message",
-        id: str | None = None,
-        retry: int | None = None,
-    ) -> None:
-        self.data = data
-        self.event = event
-        self.id = id
-        self.retry = retry
 
-    def __repr__(self) -> str:
-        return f"SSEEvent(event={self.event!r}, data={self.data!r}, id={self.id!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SSEEvent):
-            return NotImplemented
-        return (self.data, self.event, self.id, self.retry) == (
-            other.data,
-            other.event,
-            other.id,
-            other.retry,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+class SSELimitError(ValueError):
+    """A line or an event longer than the parser's ``max_event_bytes``."""
 
 
 class SSEParser:
@@ -67,9 +54,17 @@ class SSEParser:
 
     Both return the events completed by that call, in order. The parser keeps
     the last event id across events, as the specification asks.
+
+    Args:
+        max_event_bytes: the longest line, and the most bytes of lines in one event, accepted.
+
+    Raises:
+        SSELimitError: from :meth:`feed` or :meth:`close` when a limit is exceeded.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.max_event_bytes = max_event_bytes
+        self._event_bytes = 0  # bytes of the lines of the event being collected
         self._buffer = bytearray()
         self._scanned = 0  # leading bytes of the buffer already known to hold no line end
         self._started = False
@@ -87,7 +82,13 @@ class SSEParser:
             if self._buffer.startswith(_BOM):
                 del self._buffer[: len(_BOM)]
             self._started = True
-        return list(self._lines(final=False))
+        events = list(self._lines(final=False))
+        if len(self._buffer) > self.max_event_bytes:
+            raise SSELimitError(
+                f"a line longer than {self.max_event_bytes} bytes (max_event_bytes) "
+                "without a line end"
+            )
+        return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: a trailing unterminated line is processed, but an
@@ -102,6 +103,7 @@ class SSEParser:
                 events.append(event)
         self._data.clear()
         self._event = ""
+        self._event_bytes = 0
         return events
 
     def _lines(self, final: bool) -> Iterator[SSEEvent]:
@@ -135,6 +137,11 @@ class SSEParser:
         if colon and value.startswith(" "):
             value = value[1:]
         if field == "data":
+            self._event_bytes += len(raw)
+            if self._event_bytes > self.max_event_bytes:
+                raise SSELimitError(
+                    f"an event larger than {self.max_event_bytes} bytes (max_event_bytes)"
+                )
             self._data.append(value)
         elif field == "event":
             self._event = value
@@ -147,6 +154,7 @@ class SSEParser:
         return None
 
     def _dispatch(self) -> SSEEvent | None:
+        self._event_bytes = 0
         if not self._data:
             self._event = ""
             return None

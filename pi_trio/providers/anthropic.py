@@ -32,10 +32,10 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._http import ProviderFailure
+from ._failure import ProviderFailure
 from ._options import StreamOptions
 from ._sse import SSEEvent
-from ._stream import WireRequest, compute_cost, parse_event_json, wire_api
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_anthropic"]
@@ -374,9 +374,6 @@ class AnthropicDecoder:
         return [self.builder.done(mapped)]
 
 
-stream_anthropic = wire_api(
-    build_request,
-    AnthropicDecoder,
-    "Stream one Messages API response as pi_trio stream events (never raises for provider "
-    "failures; see :mod:`pi_trio.providers._stream`).",
-)
+stream_anthropic = WireApi(build_request, AnthropicDecoder, "anthropic-messages")
+"""Stream one anthropic-messages response as pi_trio stream events; never raises for
+a provider failure (see :func:`pi_trio.providers.stream_wire`)."""

@@ -251,10 +251,11 @@ class FauxModel:
                         yield builder.text_delta(i, piece)
                 else:
                     # builder.text_delta inlined: this loop is the whole cost of a long stream
-                    parts = builder.message.content[i]._parts  # type: ignore[union-attr]
+                    # i is the TextContent that text_start just added
+                    append = builder.message.content[i].appender()  # type: ignore[union-attr]
                     partial = builder.message
                     for piece in self._pieces(block.text):
-                        parts.append(piece)
+                        append(piece)
                         yield TextDelta(i, piece, partial)
                 yield builder.text_end(i, block.text_signature)
             elif isinstance(block, ThinkingContent):
@@ -286,16 +287,20 @@ class FauxModel:
     def _pieces(self, text: str) -> Sequence[str]:
         """``chunker(text)``, remembered for short texts when the chunker is one of ours."""
         chunker = self.chunker
+        if chunker is self._pieces_chunker:
+            # a hit first: the cache only ever holds short texts cut by this pure chunker,
+            # and looking it up is cheaper than asking the WeakSet whether it is pure
+            pieces = self._pieces_by_text.get(text)
+            if pieces is not None:
+                return pieces
         if len(text) > _CACHED_TEXT_MAX or chunker not in _PURE_CHUNKERS:
             return chunker(text)
         if chunker is not self._pieces_chunker:
             self._pieces_by_text.clear()
             self._pieces_chunker = chunker
-        pieces = self._pieces_by_text.get(text)
-        if pieces is None:
-            if len(self._pieces_by_text) >= _CACHE_ENTRIES_MAX:
-                self._pieces_by_text.clear()
-            pieces = self._pieces_by_text[text] = tuple(chunker(text))
+        if len(self._pieces_by_text) >= _CACHE_ENTRIES_MAX:
+            self._pieces_by_text.clear()
+        pieces = self._pieces_by_text[text] = tuple(chunker(text))
         return pieces
 
 

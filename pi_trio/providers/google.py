@@ -34,10 +34,10 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._http import ProviderFailure
+from ._failure import ProviderFailure
 from ._options import StreamOptions
 from ._sse import SSEEvent
-from ._stream import WireRequest, compute_cost, parse_event_json, wire_api
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_google"]
@@ -328,9 +328,6 @@ class GoogleDecoder:
         return out
 
 
-stream_google = wire_api(
-    build_request,
-    GoogleDecoder,
-    "Stream one Gemini response as pi_trio stream events (never raises for provider "
-    "failures; see :mod:`pi_trio.providers._stream`).",
-)
+stream_google = WireApi(build_request, GoogleDecoder, "google-generative-ai")
+"""Stream one google-generative-ai response as pi_trio stream events; never raises for
+a provider failure (see :func:`pi_trio.providers.stream_wire`)."""

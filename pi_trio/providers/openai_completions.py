@@ -21,6 +21,9 @@ provider and base URL (as pi-ai does), and any key in ``model.compat`` wins:
 
 Local servers (a loopback base URL) get the conservative choices: "system"
 role, ``max_tokens``, no ``store``.
+
+The module is a little over 500 lines on purpose: the compat switches, the request built
+from them and the decoder of the answer are one wire API's translation, read together.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
+
+import attrs
 
 from ..events import StreamEvent
 from ..messages import (
@@ -44,19 +49,24 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._http import ProviderFailure
+from ._failure import ProviderFailure
 from ._options import StreamOptions
 from ._sse import SSEEvent
 from ._stream import (
+    WireApi,
     WireRequest,
-    _is_loopback,
     compute_cost,
+    is_loopback,
     parse_event_json,
-    wire_api,
 )
 from ._transform import transform_messages
 
-__all__ = ["build_request", "compat_for", "stream_openai_completions"]
+__all__ = [
+    "CompletionsCompat",
+    "build_request",
+    "compat_for",
+    "stream_openai_completions",
+]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _STOP_REASONS: dict[str, Literal["stop", "length", "toolUse"]] = {
@@ -68,15 +78,41 @@ _STOP_REASONS: dict[str, Literal["stop", "length", "toolUse"]] = {
 }
 
 
-def compat_for(model: Model) -> dict[str, Any]:
-    """The compat switches for ``model``: detected defaults, overridden by ``model.compat``."""
+ThinkingFormat: TypeAlias = Literal[
+    "openai", "openrouter", "deepseek", "zai", "qwen", "qwen-chat-template"
+]
+
+
+@attrs.frozen(kw_only=True)
+class CompletionsCompat:
+    """The switches of one OpenAI-compatible server (see the module docstring)."""
+
+    supports_store: bool = True
+    supports_developer_role: bool = True
+    supports_reasoning_effort: bool = True
+    supports_usage_in_streaming: bool = True
+    max_tokens_field: str = "max_completion_tokens"
+    supports_strict_mode: bool = True
+    thinking_format: ThinkingFormat | str = "openai"
+    requires_tool_result_name: bool = False
+    requires_assistant_after_tool_result: bool = False
+    requires_thinking_as_text: bool = False
+    requires_reasoning_content_on_assistant_messages: bool = False
+
+
+_COMPAT_FIELDS = frozenset(attrs.fields_dict(CompletionsCompat))
+
+
+def compat_for(model: Model) -> CompletionsCompat:
+    """The compat switches for ``model``: detected defaults, overridden by the keys of
+    ``model.compat`` that name a switch (other keys belong to other wire APIs)."""
     provider, url = model.provider, model.base_url
     is_zai = provider == "zai" or "api.z.ai" in url
     is_moonshot = provider.startswith("moonshotai") or "api.moonshot." in url
     is_grok = provider == "xai" or "api.x.ai" in url
     is_deepseek = provider == "deepseek" or "deepseek.com" in url
     is_openrouter = provider == "openrouter" or "openrouter.ai" in url
-    is_local = _is_loopback(url) or provider in ("ollama", "llama.cpp", "llamacpp", "vllm")
+    is_local = is_loopback(url) or provider in ("ollama", "llama.cpp", "llamacpp", "vllm")
     non_standard = (
         is_zai
         or is_moonshot
@@ -86,6 +122,7 @@ def compat_for(model: Model) -> dict[str, Any]:
         or provider in ("cerebras", "opencode")
         or any(host in url for host in ("cerebras.ai", "chutes.ai", "opencode.ai"))
     )
+    thinking_format: ThinkingFormat
     if is_deepseek:
         thinking_format = "deepseek"
     elif is_zai:
@@ -94,26 +131,23 @@ def compat_for(model: Model) -> dict[str, Any]:
         thinking_format = "openrouter"
     else:
         thinking_format = "openai"
-    detected: dict[str, Any] = {
-        "supports_store": not non_standard,
-        "supports_developer_role": not non_standard,
-        "supports_reasoning_effort": not (is_grok or is_zai or is_moonshot),
-        "supports_usage_in_streaming": True,
-        "max_tokens_field": (
+    detected = CompletionsCompat(
+        supports_store=not non_standard,
+        supports_developer_role=not non_standard,
+        supports_reasoning_effort=not (is_grok or is_zai or is_moonshot),
+        max_tokens_field=(
             "max_tokens"
             if (is_moonshot or is_local or "chutes.ai" in url)
             else "max_completion_tokens"
         ),
-        "supports_strict_mode": not is_moonshot,
-        "thinking_format": thinking_format,
-        "requires_tool_result_name": False,
-        "requires_assistant_after_tool_result": False,
-        "requires_thinking_as_text": False,
-        "requires_reasoning_content_on_assistant_messages": is_deepseek,
+        supports_strict_mode=not is_moonshot,
+        thinking_format=thinking_format,
+        requires_reasoning_content_on_assistant_messages=is_deepseek,
+    )
+    overrides = {
+        k: v for k, v in (model.compat or {}).items() if v is not None and k in _COMPAT_FIELDS
     }
-    if model.compat:
-        detected.update({k: v for k, v in model.compat.items() if v is not None})
-    return detected
+    return attrs.evolve(detected, **overrides) if overrides else detected
 
 
 def _normalize_id(model: Model) -> Any:
@@ -136,12 +170,12 @@ def _image_url(block: ImageContent) -> dict[str, Any]:
 
 
 def convert_messages(
-    model: Model, context: Context, compat: dict[str, Any]
+    model: Model, context: Context, compat: CompletionsCompat
 ) -> list[dict[str, Any]]:
     """Chat Completions ``messages`` for ``context``."""
     out: list[dict[str, Any]] = []
     if context.system_prompt:
-        role = "developer" if model.reasoning and compat["supports_developer_role"] else "system"
+        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
         out.append({"role": role, "content": context.system_prompt})
     messages = transform_messages(context.messages, model, _normalize_id(model))
     last_role: str | None = None
@@ -149,7 +183,7 @@ def convert_messages(
     while i < len(messages):
         message = messages[i]
         if (
-            compat["requires_assistant_after_tool_result"]
+            compat.requires_assistant_after_tool_result
             and last_role == "toolResult"
             and isinstance(message, UserMessage)
         ):
@@ -184,7 +218,7 @@ def convert_messages(
                     "content": text if text else "(see attached image)",
                     "tool_call_id": result.tool_call_id,
                 }
-                if compat["requires_tool_result_name"] and result.tool_name:
+                if compat.requires_tool_result_name and result.tool_name:
                     tool_entry["name"] = result.tool_name
                 out.append(tool_entry)
                 if has_images and "image" in model.input:
@@ -192,7 +226,7 @@ def convert_messages(
                 i += 1
             i -= 1
             if images:
-                if compat["requires_assistant_after_tool_result"]:
+                if compat.requires_assistant_after_tool_result:
                     out.append(
                         {"role": "assistant", "content": "I have processed the tool results."}
                     )
@@ -206,15 +240,15 @@ def convert_messages(
 
 
 def _assistant_entry(
-    model: Model, message: AssistantMessage, compat: dict[str, Any]
+    model: Model, message: AssistantMessage, compat: CompletionsCompat
 ) -> dict[str, Any] | None:
     entry: dict[str, Any] = {
         "role": "assistant",
-        "content": "" if compat["requires_assistant_after_tool_result"] else None,
+        "content": "" if compat.requires_assistant_after_tool_result else None,
     }
     text = "".join(b.text for b in message.content if isinstance(b, TextContent) and b.text.strip())
     thinking = [b for b in message.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
-    if thinking and compat["requires_thinking_as_text"]:
+    if thinking and compat.requires_thinking_as_text:
         joined = "\n\n".join(b.thinking for b in thinking)
         parts = [{"type": "text", "text": joined}]
         if text:
@@ -247,7 +281,7 @@ def _assistant_entry(
         if details:
             entry["reasoning_details"] = details
     if (
-        compat["requires_reasoning_content_on_assistant_messages"]
+        compat.requires_reasoning_content_on_assistant_messages
         and model.reasoning
         and "reasoning_content" not in entry
     ):
@@ -267,17 +301,17 @@ def build_request(
         "messages": convert_messages(model, context, compat),
         "stream": True,
     }
-    if compat["supports_usage_in_streaming"]:
+    if compat.supports_usage_in_streaming:
         body["stream_options"] = {"include_usage": True}
-    if compat["supports_store"]:
+    if compat.supports_store:
         body["store"] = False
     max_tokens = options.max_tokens or (min(model.max_tokens, 32_000) if model.max_tokens else None)
     if max_tokens:
-        body[compat["max_tokens_field"]] = max_tokens
+        body[compat.max_tokens_field] = max_tokens
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if context.tools:
-        strict = {"strict": False} if compat["supports_strict_mode"] else {}
+        strict = {"strict": False} if compat.supports_strict_mode else {}
         body["tools"] = [
             {
                 "type": "function",
@@ -305,12 +339,12 @@ def build_request(
 
 
 def _add_reasoning(
-    model: Model, options: StreamOptions, compat: dict[str, Any], body: dict[str, Any]
+    model: Model, options: StreamOptions, compat: CompletionsCompat, body: dict[str, Any]
 ) -> None:
     if not model.reasoning:
         return
     effort = "high" if options.reasoning == "xhigh" else options.reasoning
-    fmt = compat["thinking_format"]
+    fmt = compat.thinking_format
     if fmt in ("zai", "qwen"):
         body["enable_thinking"] = effort is not None
     elif fmt == "qwen-chat-template":
@@ -324,7 +358,7 @@ def _add_reasoning(
             body["reasoning_effort"] = effort
     elif fmt == "openrouter":
         body["reasoning"] = {"effort": effort or "none"}
-    elif effort and compat["supports_reasoning_effort"]:
+    elif effort and compat.supports_reasoning_effort:
         body["reasoning_effort"] = effort
 
 
@@ -468,9 +502,6 @@ class CompletionsDecoder:
         raise ProviderFailure(f"Provider finish_reason: {reason}")
 
 
-stream_openai_completions = wire_api(
-    build_request,
-    CompletionsDecoder,
-    "Stream one Chat Completions response as pi_trio stream events (never raises for provider "
-    "failures; see :mod:`pi_trio.providers._stream`).",
-)
+stream_openai_completions = WireApi(build_request, CompletionsDecoder, "openai-completions")
+"""Stream one openai-completions response as pi_trio stream events; never raises for
+a provider failure (see :func:`pi_trio.providers.stream_wire`)."""

@@ -37,11 +37,11 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._http import ProviderFailure
+from ._failure import ProviderFailure
 from ._options import StreamOptions
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
-from ._stream import WireRequest, compute_cost, parse_event_json, wire_api
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_openai_responses"]
@@ -397,9 +397,6 @@ def _parse_object(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-stream_openai_responses = wire_api(
-    build_request,
-    ResponsesDecoder,
-    "Stream one Responses API response as pi_trio stream events (never raises for provider "
-    "failures; see :mod:`pi_trio.providers._stream`).",
-)
+stream_openai_responses = WireApi(build_request, ResponsesDecoder, "openai-responses")
+"""Stream one openai-responses response as pi_trio stream events; never raises for
+a provider failure (see :func:`pi_trio.providers.stream_wire`)."""

@@ -3,8 +3,9 @@
 ``pt.stream_proxy(proxy_url, token)`` returns a :class:`ProxyStream`, which is a
 ``stream_fn`` (``async with stream(model, context, options) as events``). It sends what pi's
 ``streamProxy`` sends and rebuilds the partial and final assistant messages from the compact
-events with the providers' :class:`MessageBuilder`, over the providers' HTTP layer (shared
-client, leak-safe send, deadlines, retries before the first event). Like a provider it never
+events with the providers' :class:`MessageBuilder`, over the providers' public wire-stream
+seam, :func:`pi_trio.providers.stream_wire` (shared client, leak-safe send, deadlines,
+retries before the first event, bounded SSE, masked errors). Like a provider it never
 raises for a failure: the stream ends with a ``StreamError`` whose message says what
 happened. Failures of the proxy itself (its HTTP status and error text, a broken
 connection) start with ``"Proxy error: "``; an upstream failure arrives as the server's
@@ -18,15 +19,22 @@ from contextlib import AbstractAsyncContextManager, aclosing
 from typing import TYPE_CHECKING
 
 import attrs
+import trio
 
 from .._errors import WireFormatError
-from ..events import StreamError, StreamEvent
+from ..events import StreamEvent
 from ..messages import Context, TextContent, ThinkingContent, ToolCall
 from ..models import Model
-from ..providers import MessageBuilder, StreamOptions
-from ..providers._http import ProviderFailure, redact
-from ..providers._sse import SSEEvent
-from ..providers._stream import WireRequest, parse_event_json, run_wire_stream
+from ..providers import (
+    MessageBuilder,
+    ProviderFailure,
+    SSEEvent,
+    StreamOptions,
+    WireRequest,
+    parse_event_json,
+    redact,
+    stream_wire,
+)
 from ..wire import from_json
 from ._protocol import (
     PROXY_EVENT_TYPES,
@@ -80,21 +88,22 @@ class ProxyStream:
     def __call__(
         self, model: Model, context: Context, options: StreamOptions | None = None
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        return aclosing(self._stream(model, context, options or StreamOptions()))
+        """Stream one model call through the proxy: ``async with stream(...) as events``.
 
-    async def _stream(
-        self, model: Model, context: Context, options: StreamOptions
-    ) -> AsyncGenerator[StreamEvent, None]:
+        Never raises for a failure (see the module docstring); on cancellation nothing more
+        is emitted and the response is closed.
+        """
+        options = options or StreamOptions()
         builder = MessageBuilder(model)
-        token = self.token if self.token is not None else options.api_key
+        token = (self.token if self.token is not None else options.api_key or "").strip()
         if not token:
-            yield builder.error(f"{PROXY_ERROR_PREFIX}no token for the proxy at {self.endpoint}")
-            return
+            message = f"{PROXY_ERROR_PREFIX}no token for the proxy at {self.endpoint}"
+            return aclosing(_one(builder.error(message)))
         try:
             body = request_body(model, context, options)
         except Exception as exc:  # e.g. a custom message the converter cannot write
-            yield builder.error(f"{PROXY_ERROR_PREFIX}cannot encode the request: {exc}")
-            return
+            message = f"{PROXY_ERROR_PREFIX}cannot encode the request: {exc}"
+            return aclosing(_one(builder.error(redact(message, (token, options.api_key)))))
         headers = {
             "authorization": f"Bearer {token}",
             "content-type": "application/json",
@@ -102,16 +111,28 @@ class ProxyStream:
         }
         if self.http_client is not None:
             options = attrs.evolve(options, http_client=self.http_client)
-        decoder = ProxyDecoder(builder, secrets=(token, options.api_key))
+        secrets = (token, self.token, options.api_key)
+        decoder = ProxyDecoder(builder, secrets=secrets)
         request = WireRequest(self.endpoint, headers, body)
-        wire_stream = run_wire_stream(builder, request, decoder, options, token, emit_start=False)
-        async with aclosing(wire_stream) as events:
-            async for event in events:
-                if isinstance(event, StreamError) and not decoder.finished:
-                    # the proxy itself failed (HTTP status, transport, broken stream)
-                    message = event.error
-                    message.error_message = PROXY_ERROR_PREFIX + (message.error_message or "")
-                yield event
+        # failures of the proxy itself (HTTP status, transport, a broken stream) get the
+        # prefix; an upstream failure is the decoder's own StreamError and keeps its text
+        return aclosing(
+            stream_wire(
+                builder,
+                request,
+                decoder,
+                options,
+                secrets,
+                emit_start=False,
+                error_prefix=PROXY_ERROR_PREFIX,
+            )
+        )
+
+
+async def _one(event: StreamEvent) -> AsyncGenerator[StreamEvent, None]:
+    """A stream of one (error) event."""
+    await trio.lowlevel.checkpoint()
+    yield event
 
 
 def stream_proxy(

@@ -18,6 +18,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    QueueUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -33,12 +34,13 @@ def _same(a: Sequence[AgentMessage], b: Sequence[AgentMessage]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
 
 
-def check_events(events: Sequence[AgentEvent]) -> list[str]:
+def check_events(events: Sequence[AgentEvent | QueueUpdate]) -> list[str]:
     """What is wrong with one run's events as one subscriber saw them (empty when valid).
 
     Args:
         events: the events of one run, in delivery order (a listener's record, or what an
-            ``agent.events()`` channel gave; dropped ``message_update`` events are fine).
+            ``agent.events()`` channel gave; dropped ``message_update`` events are fine, and
+            ``queue_update`` notices, which are not run events, are skipped).
 
     Checks: ``agent_start`` first and once; exactly one ``agent_end``, last, whose messages are
     the messages of the run's ``message_end`` events; every other event inside a turn; turns,
@@ -48,6 +50,7 @@ def check_events(events: Sequence[AgentEvent]) -> list[str]:
     delivered twice.
     """
     problems: list[str] = []
+    events = [event for event in events if not isinstance(event, QueueUpdate)]
     if not events:
         return ["no events at all (agent_start and agent_end are always sent)"]
     if not isinstance(events[0], AgentStart):

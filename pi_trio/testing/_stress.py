@@ -33,7 +33,7 @@ import attrs
 import trio
 
 from ..agent import Agent
-from ..events import AgentEvent
+from ..events import AgentEvent, QueueUpdate
 from ..messages import AgentMessage, AssistantMessage
 from ._grammar import check_events
 from ._report import AbortMode, RunMode, StressProgress, StressReport, Violation
@@ -157,9 +157,11 @@ async def _one_run(
             received: list[AgentEvent] = []
             while True:
                 try:
-                    received.append(channel.receive_nowait())
+                    event = channel.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
+                if not isinstance(event, QueueUpdate):  # queue notices are not run events
+                    received.append(event)
     finally:
         tracker.end(run, root)
         unsubscribe()

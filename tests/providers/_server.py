@@ -52,11 +52,15 @@ class SSE:
 
 @attrs.define
 class Status:
-    """A complete non-streaming reply, e.g. an error with a JSON body."""
+    """A complete non-streaming reply, e.g. an error with a JSON body.
+
+    ``body`` is sent as JSON, or as it is when it is ``bytes`` (then ``content_type``
+    says what it is: an HTML page, say)."""
 
     status: int
     body: Any = None
     headers: Sequence[tuple[str, str]] = ()
+    content_type: str = "application/json"
 
 
 @attrs.define
@@ -197,16 +201,20 @@ class ScriptedServer:
             await self._until_hangup(stream)
             return False
         if isinstance(reply, Status):
-            payload = b"" if reply.body is None else json.dumps(reply.body).encode()
-            headers = [("content-type", "application/json"), ("content-length", str(len(payload)))]
+            if isinstance(reply.body, bytes):
+                payload = reply.body
+            else:
+                payload = b"" if reply.body is None else json.dumps(reply.body).encode()
+            headers = [("content-type", reply.content_type), ("content-length", str(len(payload)))]
             headers += list(reply.headers)
             await self._send(stream, conn, h11.Response(status_code=reply.status, headers=headers))
             await self._send(stream, conn, h11.Data(data=payload))
             await self._send(stream, conn, h11.EndOfMessage())
             return True
         assert isinstance(reply, SSE)
-        headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-        headers += list(reply.headers)
+        headers = [("cache-control", "no-cache"), *reply.headers]
+        if not any(name.lower() == "content-type" for name, _ in headers):
+            headers.insert(0, ("content-type", "text/event-stream"))
         await self._send(stream, conn, h11.Response(status_code=reply.status, headers=headers))
         for chunk in reply.chunks:
             if reply.interval:

@@ -2,50 +2,95 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+
 import httpx
 import pytest
 import trio
 
-from pi_trio.providers._http import (
-    EventSource,
-    ProviderFailure,
-    RequestPolicy,
-    default_client,
+import pi_trio as pt
+from pi_trio.providers import (
+    MessageBuilder,
+    SSEEvent,
+    StreamOptions,
+    WireRequest,
     pool_in_use,
     redact,
+    stream_wire,
 )
+from pi_trio.providers._http import default_client
+from pi_trio.providers._retry import RequestPolicy
 
 from ._server import SSE, Gate, NeverAnswer, ScriptedServer, Status, sse_events
 
 KEY = "sk-test-SECRET-0123456789"
 FAST = dict(retry_base_delay=0.001, max_retry_delay=1.0)
+MODEL = pt.get_model("faux", "faux-1")
 
 
-def source(server: ScriptedServer, client: httpx.AsyncClient, **policy: object) -> EventSource:
-    return EventSource(
-        client,
-        server.url + "/v1/x",
-        headers={"authorization": f"Bearer {KEY}"},
-        body={"hello": "world"},
+class Raw:
+    """The seam's smallest decoder: each event's data becomes a text delta."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+
+    def feed(self, event: SSEEvent) -> list[pt.StreamEvent]:
+        out: list[pt.StreamEvent] = []
+        if not self.builder.message.content:
+            out.append(self.builder.text_start())
+        out.append(self.builder.text_delta(0, event.data))
+        return out
+
+    def finish(self) -> list[pt.StreamEvent]:
+        return [self.builder.done()]
+
+
+def source(
+    server: ScriptedServer | None,
+    client: httpx.AsyncClient,
+    *,
+    url: str | None = None,
+    headers: dict[str, str] | None = None,
+    **policy: object,
+) -> AsyncGenerator[pt.StreamEvent, None]:
+    builder = MessageBuilder(MODEL)
+    assert url or server
+    request = WireRequest(
+        url or f"{server.url}/v1/x",  # type: ignore[union-attr]
+        {"authorization": f"Bearer {KEY}"} if headers is None else headers,
+        {"hello": "world"},
+    )
+    return stream_wire(
+        builder,
+        request,
+        Raw(builder),
+        StreamOptions(http_client=client),
+        [KEY],
         policy=RequestPolicy(**{**FAST, **policy}),  # type: ignore[arg-type]
-        secrets=[KEY],
     )
 
 
-async def drain(src: EventSource) -> list[str]:
+class Failed(Exception):
+    pass
+
+
+async def drain(src: AsyncGenerator[pt.StreamEvent, None]) -> list[str]:
+    """The data of every event; :class:`Failed` with the error_message if the stream failed."""
     out = []
-    try:
-        while (event := await src.next_event()) is not None:
-            out.append(event.data)
-    finally:
-        await src.aclose()
+    async with aclosing(src) as events:
+        async for event in events:
+            if isinstance(event, pt.TextDelta):
+                out.append(event.delta)
+            elif isinstance(event, pt.StreamError):
+                raise Failed(event.error.error_message)
     return out
 
 
-async def failure(src: EventSource) -> ProviderFailure:
-    with pytest.raises(ProviderFailure) as info:
+async def failure(src: AsyncGenerator[pt.StreamEvent, None]) -> str:
+    with pytest.raises(Failed) as info:
         await drain(src)
-    return info.value
+    return str(info.value)
 
 
 async def test_streams_events_and_sends_body(server, client) -> None:
@@ -79,15 +124,15 @@ async def test_retry_after_longer_than_cap_fails_at_once(server, client) -> None
         "/v1/x", Status(429, {"error": {"message": "quota"}}, headers=[("retry-after", "30")])
     )
     exc = await failure(source(server, client, max_retry_delay=2.0))
-    assert "HTTP 429" in str(exc) and "quota" in str(exc)
-    assert "retry after 30 s" in str(exc) and "max_retry_delay 2 s" in str(exc)
+    assert "HTTP 429" in exc and "quota" in exc
+    assert "retry after 30 s" in exc and "max_retry_delay 2 s" in exc
     assert len(server.requests) == 1
 
 
 async def test_retries_run_out(server, client) -> None:
     server.script("/v1/x", Status(503, {"error": {"message": "overloaded"}}))
     exc = await failure(source(server, client, max_retries=2))
-    assert str(exc) == "HTTP 503 Service Unavailable: overloaded"
+    assert exc == "HTTP 503 Service Unavailable: overloaded"
     assert len(server.requests) == 3
 
 
@@ -96,21 +141,19 @@ async def test_client_errors_are_not_retried_and_key_is_redacted(server, client,
     echo = {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "invalid_request"}}
     server.script("/v1/x", Status(status, echo))
     exc = await failure(source(server, client))
-    assert str(exc).startswith(f"HTTP {status} ")
-    assert "Incorrect API key provided: *** (invalid_request)" in str(exc)
-    assert KEY not in str(exc) and KEY not in repr(exc)
+    assert exc.startswith(f"HTTP {status} ")
+    assert "Incorrect API key provided: *** (invalid_request)" in exc
+    assert KEY not in exc
     assert len(server.requests) == 1
 
 
 async def test_disconnect_mid_stream_after_an_event_is_not_retried(server, client) -> None:
     server.script("/v1/x", SSE(sse_events({"n": 1}), then="disconnect"), SSE(sse_events({"n": 2})))
-    src = source(server, client)
-    try:
-        assert (await src.next_event()).data == '{"n": 1}'  # type: ignore[union-attr]
-        with pytest.raises(ProviderFailure, match="connection closed by the server"):
-            await src.next_event()
-    finally:
-        await src.aclose()
+    async with aclosing(source(server, client)) as events:
+        seen = [event async for event in events]
+    assert [e.delta for e in seen if isinstance(e, pt.TextDelta)] == ['{"n": 1}']
+    assert isinstance(seen[-1], pt.StreamError)
+    assert "connection closed by the server" in (seen[-1].error.error_message or "")
     assert len(server.requests) == 1
 
 
@@ -122,7 +165,7 @@ async def test_disconnect_before_any_event_is_retried(server, client) -> None:
 async def test_stall_after_headers_hits_idle_timeout(server, client) -> None:
     server.script("/v1/x", SSE(sse_events({"n": 1}), then="stall"))
     exc = await failure(source(server, client, idle_timeout=0.2))
-    assert "timeout: no event from the server for 0.2 s" in str(exc)
+    assert "timeout: no event from the server for 0.2 s" in exc
     assert pool_in_use(client) == 0
 
 
@@ -130,7 +173,7 @@ async def test_keepalive_drip_does_not_reset_idle_timeout(server, client) -> Non
     # a comment every 50 ms, forever: bytes keep coming, events never do
     server.script("/v1/x", SSE([": ping\n\n"] * 1000, interval=0.05))
     exc = await failure(source(server, client, idle_timeout=0.3))
-    assert "no event from the server for 0.3 s" in str(exc)
+    assert "no event from the server for 0.3 s" in exc
 
 
 async def test_never_answers_hits_first_byte_timeout_then_retries(server, client) -> None:
@@ -142,7 +185,7 @@ async def test_never_answers_hits_first_byte_timeout_then_retries(server, client
 async def test_never_answers_and_no_retries_left(server, client) -> None:
     server.script("/v1/x", NeverAnswer())
     exc = await failure(source(server, client, first_byte_timeout=0.1, max_retries=0))
-    assert str(exc) == "timeout: no response from the server within 0.1 s"
+    assert exc == "timeout: no response from the server within 0.1 s"
     assert pool_in_use(client) == 0
 
 
@@ -151,7 +194,7 @@ async def test_overall_timeout_bounds_retries(server, client) -> None:
     exc = await failure(
         source(server, client, first_byte_timeout=0.1, max_retries=50, timeout=0.35)
     )
-    assert "timeout" in str(exc)
+    assert "timeout" in exc
     assert len(server.requests) <= 4
 
 
@@ -160,26 +203,15 @@ async def test_connection_refused_is_reported(client) -> None:
     await listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()  # nothing listens there any more
-    src = EventSource(
-        client,
-        f"http://127.0.0.1:{port}/v1/x",
-        headers={},
-        body=b"{}",
-        policy=RequestPolicy(max_retries=1, **FAST),  # type: ignore[arg-type]
-    )
+    src = source(None, client, url=f"http://127.0.0.1:{port}/v1/x", headers={}, max_retries=1)
     exc = await failure(src)
-    assert str(exc).startswith("connection to 127.0.0.1 failed: ConnectError")
+    assert exc.startswith("connection to 127.0.0.1 failed: ConnectError")
 
 
 async def test_cancel_mid_stream_returns_connection(server, client) -> None:
     server.script("/v1/x", SSE(sse_events({"n": 1}), then="stall"))
-    src = source(server, client)
     with trio.move_on_after(0.2) as scope:
-        try:
-            while await src.next_event() is not None:
-                pass
-        finally:
-            await src.aclose()
+        await drain(source(server, client))
     assert scope.cancelled_caught
     assert pool_in_use(client) == 0
 
@@ -232,18 +264,16 @@ def test_redact() -> None:
     assert redact("abc", ["", None]) == "abc"
 
 
-async def test_repr_hides_headers(client) -> None:
-    src = EventSource(
-        client, "http://127.0.0.1:1/x", headers={"x-api-key": KEY}, body=b"", policy=RequestPolicy()
-    )
-    assert KEY not in repr(src)
+def test_repr_hides_headers() -> None:
+    request = WireRequest("http://127.0.0.1:1/x", {"x-api-key": KEY}, b"")
+    assert KEY not in repr(request)
 
 
 async def test_key_cut_by_the_error_length_limit_is_still_redacted(server, client) -> None:
     body = "x" * 1990 + f" your key {KEY} is invalid"
     server.script("/v1/x", Status(401, body, headers=[("content-type", "text/plain")]))
     problem = await failure(source(server, client))
-    assert KEY[:8] not in str(problem)
+    assert KEY[:8] not in problem
 
 
 def test_redact_covers_a_key_with_stray_whitespace() -> None:
@@ -257,7 +287,7 @@ async def test_body_that_is_not_the_encoding_it_claims_is_a_clear_failure(server
         SSE(["not gzip at all"], headers=[("content-encoding", "gzip")]),
     )
     problem = await failure(source(server, client))
-    assert str(problem).startswith("invalid response body")
+    assert problem.startswith("invalid response body")
 
 
 async def test_cancel_while_queued_in_an_injected_clients_pool_is_prompt(server) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pi_trio.providers._sse import SSEEvent, SSEParser
+from pi_trio.providers._sse import SSEEvent, SSELimitError, SSEParser
 
 BODY = (
     b"\xef\xbb\xbf: keep-alive\r\n"
@@ -86,3 +87,21 @@ def test_a_long_line_in_many_chunks_is_scanned_once() -> None:
     events = parser.feed(b"\n\n")
     assert [len(e.data) for e in events] == [200_000]
     assert parser._scanned == 0
+
+
+def test_line_and_event_limits_at_the_boundary() -> None:
+    cap = 1000
+    exact = b"data: " + b"x" * (cap - 6)  # a line of exactly cap bytes
+    parser = SSEParser(max_event_bytes=cap)
+    assert parser.feed(exact) == []
+    assert parser.feed(b"\n\n") == [SSEEvent("x" * (cap - 6))]
+    with pytest.raises(SSELimitError, match="a line longer than 1000 bytes"):
+        SSEParser(max_event_bytes=cap).feed(exact + b"x")
+    two_lines = SSEParser(max_event_bytes=cap)
+    assert two_lines.feed(b"data: " + b"y" * 600 + b"\n") == []
+    with pytest.raises(SSELimitError, match="an event larger than 1000 bytes"):
+        two_lines.feed(b"data: " + b"y" * 600 + b"\n")
+    # a blank line starts the count again
+    again = SSEParser(max_event_bytes=cap)
+    for _ in range(5):
+        assert len(again.feed(b"data: " + b"z" * 600 + b"\n\n")) == 1

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 import pi_trio as pt
-from pi_trio.providers._http import pool_in_use
+from pi_trio.providers import pool_in_use
 
 from ._bodies import SPECS, Spec
 from ._server import SSE, NeverAnswer, ScriptedServer, Status
@@ -209,7 +209,7 @@ async def test_cancel_mid_stream(spec, server, client) -> None:
             async for event in events:
                 seen.append(event.type)
                 if event.type == "text_delta":
-                    scope.cancel()
+                    scope.cancel(reason="the test stops reading at the first text_delta")
     assert scope.cancelled_caught
     assert seen[-1] == "text_delta"  # nothing after the cancel
     assert pool_in_use(client) == 0

@@ -12,8 +12,7 @@ import pytest
 import trio
 
 import pi_trio as pt
-from pi_trio.providers import MessageBuilder, faux
-from pi_trio.providers._http import pool_in_use
+from pi_trio.providers import MessageBuilder, faux, pool_in_use
 
 from ..providers._bodies import COMPLETIONS
 from ..providers._server import SSE, ScriptedServer, Status
@@ -347,7 +346,7 @@ async def test_a_cancelled_client_cancels_the_upstream_stream(
                     received.append(event.type)
                     if event.type == "text_delta":
                         await endless.reached.wait()
-                        scope.cancel()
+                        scope.cancel(reason="the client stops reading mid-stream")
         await endless.closed.wait()
     assert received == ["start", "text_start", "text_delta"]
     assert isinstance(endless.closed_by, trio.Cancelled)

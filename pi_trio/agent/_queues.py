@@ -1,0 +1,90 @@
+"""``Queues``: an agent's two inboxes, and who is told when they change.
+
+Every change (queued, removed, replaced, cleared, drained by a run) is reported, synchronously,
+to the recorder (a durable store logs it) and, as a :class:`pt.QueueUpdate`, to the agent's
+``events()`` channels. A removal or replacement is reported to the recorder as the queue
+cleared and refilled, so its log stays a plain sequence of puts and clears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from ..events import QueueUpdate
+from ..messages import AgentMessage
+from ._delivery import Delivery
+from ._inbox import Inbox, QueuedMessage, QueueKind, QueueMode, id_counter
+
+__all__ = ["Queues"]
+
+Change = Literal["queued", "removed", "replaced", "cleared", "drained"]
+
+
+class Queues:
+    """The steering and follow-up inboxes of one agent."""
+
+    __slots__ = ("_delivery", "follow_ups", "steering")
+
+    def __init__(
+        self, steering_mode: QueueMode, follow_up_mode: QueueMode, delivery: Delivery
+    ) -> None:
+        ids = id_counter()
+        self.steering = Inbox("steer", steering_mode, ids)
+        self.follow_ups = Inbox("follow_up", follow_up_mode, ids)
+        self._delivery = delivery
+
+    def inbox(self, kind: QueueKind) -> Inbox:
+        return self.steering if kind == "steer" else self.follow_ups
+
+    def put(self, kind: QueueKind, message: AgentMessage) -> QueuedMessage:
+        item = self.inbox(kind).put(message)
+        recorder = self._delivery.recorder
+        if recorder is not None:
+            recorder.queued(kind, message)
+        self._notify(kind, "queued")
+        return item
+
+    def clear(self, kind: QueueKind) -> None:
+        self.inbox(kind).clear()
+        recorder = self._delivery.recorder
+        if recorder is not None:
+            recorder.cleared(kind)
+        self._notify(kind, "cleared")
+
+    def edit(self, item_id: str, message: AgentMessage | None) -> None:
+        """Remove (``message`` None) or replace one queued message, by id.
+
+        Raises:
+            KeyError: nothing with that id is queued (a run may have taken it already).
+        """
+        for inbox in (self.steering, self.follow_ups):
+            if inbox.edit(item_id, message):
+                recorder = self._delivery.recorder
+                if recorder is not None:
+                    recorder.cleared(inbox.kind)
+                    for item in inbox.snapshot():
+                        recorder.queued(inbox.kind, item.message)
+                self._notify(inbox.kind, "removed" if message is None else "replaced")
+                return
+        raise KeyError(
+            f"no queued message has id {item_id!r}: a run may have taken it already "
+            "(agent.queued() lists what is still queued)"
+        )
+
+    def drainer(self, kind: QueueKind) -> Callable[[], list[AgentMessage]]:
+        """The loop's poll of that queue (reports what it took)."""
+        inbox = self.inbox(kind)
+
+        def drain() -> list[AgentMessage]:
+            taken = inbox.drain()
+            if taken:
+                self._notify(kind, "drained")
+            return taken
+
+        return drain
+
+    def _notify(self, kind: QueueKind, change: Change) -> None:
+        delivery = self._delivery
+        if delivery.subscriptions:
+            delivery.offer(QueueUpdate(kind, change, self.inbox(kind).snapshot()))
