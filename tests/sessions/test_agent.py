@@ -397,3 +397,16 @@ async def test_only_calls_that_start_at_once_get_their_intent_early(tmp_path: Pa
         await agent.prompt("go")
     assert at_message_end[0] == {"c0", "c1"}  # c2 waits for a free slot: its intent comes later
     assert kinds(path).count("tool_intent") == 3
+
+
+async def test_removed_and_replaced_queue_items_come_back_as_edited(tmp_path: Path) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        async with store.open_agent("s") as agent:
+            agent.follow_up("first")
+            second = agent.follow_up("second")
+            third = agent.steer("third")
+            agent.replace_queued(second.id, "second, edited")
+            agent.remove_queued(third.id)
+        async with store.open_agent("s") as agent:
+            texts = [item.message.content[0].text for item in agent.queued()]  # type: ignore[union-attr]
+    assert texts == ["first", "second, edited"]
