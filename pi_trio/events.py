@@ -27,6 +27,7 @@ __all__ = [
     "AgentEnd",
     "AgentEvent",
     "AgentStart",
+    "BudgetReached",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
@@ -355,6 +356,23 @@ class QueueUpdate:
     kind: Literal["steer", "follow_up"]
     change: Literal["queued", "removed", "replaced", "cleared", "drained"]
     queued: tuple[Any, ...]
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
+
+
+@final
+@attrs.define(unsafe_hash=True)
+class BudgetReached:
+    """A run budget of the agent was reached; the run ends after the current turn (pi_trio's
+    addition, on ``events()`` channels only, like :class:`QueueUpdate`; not pi's JSON).
+
+    ``budget`` is the option's name ("max_turns", "max_tool_calls", "max_total_tokens",
+    "max_cost"), ``limit`` its value, ``used`` what this run used.
+    """
+
+    type: ClassVar[Literal["budget_reached"]] = "budget_reached"
+    budget: str
+    limit: float
+    used: float
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 

@@ -256,3 +256,68 @@ async def test_tool_execution_end_says_how_long_the_call_took(
     assert ends["w"].duration_ms == 1500.0  # the mock clock's time
     assert ends["n"].duration_ms is None  # never executed (unknown tool)
     assert "durationMs" not in pt.to_json(ends["w"])
+
+
+def _noop_turns(count: int, calls_per_turn: int = 1, tokens: int = 0, cost: float = 0.0) -> Any:
+    usage = pt.Usage(total_tokens=tokens, cost=pt.UsageCost(total=cost))
+    return [
+        faux.assistant_message(
+            [faux.tool_call("work", {"s": 0}, id=f"t{t}c{c}") for c in range(calls_per_turn)],
+            usage=usage,
+        )
+        for t in range(count)
+    ]
+
+
+async def _quick(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    return pt.ToolResult([pt.TextContent("ok")])
+
+
+QUICK = pt.AgentTool("work", "Work", "works", SCHEMA, _quick)
+
+
+@pytest.mark.parametrize(
+    ("budget", "script", "turns", "text"),
+    [
+        ({"max_turns": 2}, _noop_turns(5), 2, "max_turns=2 reached (2 used)"),
+        ({"max_tool_calls": 3}, _noop_turns(5, calls_per_turn=2), 2, "max_tool_calls=3 reached (4"),
+        ({"max_total_tokens": 250}, _noop_turns(5, tokens=100), 3, "max_total_tokens=250 reached"),
+        ({"max_cost": 0.25}, _noop_turns(5, cost=0.1), 3, "max_cost=0.25 reached (0.3 used)"),
+    ],
+)
+async def test_a_budget_ends_the_run_after_the_turn_that_reaches_it(
+    budget: dict[str, Any], script: list[Any], turns: int, text: str
+) -> None:
+    agent = _agent([QUICK], [*script, faux.assistant_message("done")], **budget)
+    seen: list[pt.AgentEvent] = []
+    agent.subscribe(seen.append)
+    async with agent.events() as rx:
+        await agent.prompt("go")
+        received = [rx.receive_nowait() for _ in range(rx.statistics().current_buffer_used)]
+    assert sum(isinstance(e, pt.TurnEnd) for e in seen) == turns
+    assert agent.state.error_message is not None and text in agent.state.error_message
+    notices = [e for e in received if isinstance(e, pt.BudgetReached)]
+    assert [n.budget for n in notices] == list(budget)
+    assert_transcript_valid(agent.state.messages)  # every call of the last turn answered
+    assert isinstance(agent.state.messages[-1], pt.ToolResultMessage)
+    assert_event_grammar(seen)
+
+
+async def test_no_budget_by_default_and_a_budget_is_per_run() -> None:
+    agent = _agent([QUICK], [*_noop_turns(3), faux.assistant_message("done")])
+    await agent.prompt("go")
+    assert agent.state.error_message is None
+    agent = _agent([QUICK], [*_noop_turns(3), faux.assistant_message("done")], max_turns=2)
+    await agent.prompt("go")
+    assert agent.state.error_message is not None
+    await agent.continue_()  # a new run: counted afresh; it ends on its 2nd turn by itself
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "stop"
+    assert agent.state.error_message is None
+
+
+def test_budgets_out_of_range_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_turns"):
+        pt.Agent(max_turns=0)
+    with pytest.raises(ValueError, match="max_cost"):
+        pt.Agent(max_cost=0)

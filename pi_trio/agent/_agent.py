@@ -23,12 +23,14 @@ import attrs
 import trio
 
 from .._errors import AgentBusyError, ContinueError
+from ..events import BudgetReached
 from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
     GetApiKey,
     GetMessages,
     ShouldStopAfterTurn,
+    ShouldStopAfterTurnContext,
     ToolExecution,
     TransformContext,
     run_agent_loop,
@@ -37,6 +39,7 @@ from ..loop import (
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ._budgets import Budgets, budget_text
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._queues import Queues
@@ -83,7 +86,13 @@ class Agent:
     ``session_id``). ``close_timeout`` bounds the delivery of the closing events of an aborted
     run. ``max_parallel_tools`` and ``tool_timeout`` bound tool batches (see
     :class:`pt.AgentLoopConfig`); ``recorder`` is told every event before it is delivered (see
-    :class:`pt.Recorder`).
+    :class:`pt.Recorder`). ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and
+    ``max_cost`` (dollars) are per-run budgets: when one is reached the run ends after that turn
+    (never mid-tool), ``state.error_message`` says which, and ``events()`` channels get a
+    :class:`pt.BudgetReached`.
+
+    Raises:
+        ValueError: a budget, ``max_parallel_tools`` or ``tool_timeout`` out of range.
     """
 
     def __init__(
@@ -106,6 +115,10 @@ class Agent:
         recorder: Recorder | None = None,
         max_parallel_tools: int | None = None,
         tool_timeout: float | None = None,
+        max_turns: int | None = None,
+        max_tool_calls: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> None:
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self.convert_to_llm = convert_to_llm
@@ -121,6 +134,7 @@ class Agent:
         self.close_timeout = close_timeout
         self.max_parallel_tools = max_parallel_tools
         self.tool_timeout = tool_timeout
+        self.budgets = Budgets(max_turns, max_tool_calls, max_total_tokens, max_cost)
         self._delivery = Delivery(self._state)
         self._delivery.recorder = recorder
         self._queues = Queues(steering_mode, follow_up_mode, self._delivery)
@@ -427,6 +441,19 @@ class Agent:
             get_steering = _flushed_first(recorder, get_steering_messages)
             get_follow_ups = _flushed_first(recorder, drain_follow_ups)
 
+        should_stop = self.should_stop_after_turn
+        if self.budgets.any:
+            delivery = self._delivery
+
+            def reached(notice: BudgetReached) -> None:
+                state.error_message = budget_text(notice)  # before agent_end is delivered
+                delivery.offer(notice)
+
+            def would_continue(ctx: ShouldStopAfterTurnContext) -> bool:
+                return bool(ctx.tool_results) or self.has_queued_messages()
+
+            should_stop = self.budgets.guard(should_stop, reached, would_continue)
+
         options = self.stream_options
         reasoning = None if state.thinking_level == "off" else state.thinking_level
         if options.reasoning != reasoning or (self.session_id and not options.session_id):
@@ -438,7 +465,7 @@ class Agent:
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
-            should_stop_after_turn=self.should_stop_after_turn,
+            should_stop_after_turn=should_stop,
             get_steering_messages=get_steering,
             get_follow_up_messages=get_follow_ups,
             tool_execution=self.tool_execution,

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
-from ..events import AgentEvent, QueueUpdate
+from ..events import AgentEvent, BudgetReached, QueueUpdate
 from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import Subscription
@@ -143,8 +143,8 @@ class Delivery:
             await self._flush(event)
         await self._deliver(event)
 
-    def offer(self, notice: QueueUpdate) -> None:
-        """Hand a notice that is not a run event (a queue change) to the ``events()``
+    def offer(self, notice: QueueUpdate | BudgetReached) -> None:
+        """Hand a notice that is not a run event (a queue change, a budget) to the ``events()``
         channels, synchronously, at any time (a blocking channel that is full drops it)."""
         self._seq = notice.seq = self._seq + 1
         for subscription in tuple(self.subscriptions):

@@ -22,14 +22,14 @@ from typing import Literal, TypeAlias
 import trio
 
 from .._errors import EventsOverflowError
-from ..events import AgentEvent, MessageUpdate, QueueUpdate, ToolExecutionUpdate
+from ..events import AgentEvent, BudgetReached, MessageUpdate, QueueUpdate, ToolExecutionUpdate
 
 __all__ = ["ChannelEvent", "EventsReceiver", "OverflowPolicy", "Subscription"]
 
 OverflowPolicy: TypeAlias = Literal["disconnect", "block"]
 
-ChannelEvent: TypeAlias = AgentEvent | QueueUpdate
-"""What an ``events()`` channel carries: the run events, and queue changes."""
+ChannelEvent: TypeAlias = AgentEvent | QueueUpdate | BudgetReached
+"""What an ``events()`` channel carries: the run events, queue changes and budget notices."""
 
 _DROPPABLE = (MessageUpdate, ToolExecutionUpdate, QueueUpdate)
 DEFAULT_MAX_BACKLOG = 4096

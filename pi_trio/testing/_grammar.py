@@ -15,6 +15,7 @@ from ..events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
+    BudgetReached,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -34,7 +35,7 @@ def _same(a: Sequence[AgentMessage], b: Sequence[AgentMessage]) -> bool:
     return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
 
 
-def check_events(events: Sequence[AgentEvent | QueueUpdate]) -> list[str]:
+def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> list[str]:
     """What is wrong with one run's events as one subscriber saw them (empty when valid).
 
     Args:
@@ -50,7 +51,7 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate]) -> list[str]:
     delivered twice.
     """
     problems: list[str] = []
-    events = [event for event in events if not isinstance(event, QueueUpdate)]
+    events = [event for event in events if not isinstance(event, QueueUpdate | BudgetReached)]
     if not events:
         return ["no events at all (agent_start and agent_end are always sent)"]
     if not isinstance(events[0], AgentStart):

@@ -33,7 +33,7 @@ import attrs
 import trio
 
 from ..agent import Agent
-from ..events import AgentEvent, QueueUpdate
+from ..events import AgentEvent, BudgetReached, QueueUpdate
 from ..messages import AgentMessage, AssistantMessage
 from ._grammar import check_events
 from ._report import AbortMode, RunMode, StressProgress, StressReport, Violation
@@ -160,7 +160,9 @@ async def _one_run(
                     event = channel.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                if not isinstance(event, QueueUpdate):  # queue notices are not run events
+                if not isinstance(
+                    event, QueueUpdate | BudgetReached
+                ):  # queue notices are not run events
                     received.append(event)
     finally:
         tracker.end(run, root)

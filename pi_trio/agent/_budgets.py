@@ -1,0 +1,97 @@
+"""Run budgets (pi_trio's addition): ``max_turns``, ``max_tool_calls``, ``max_total_tokens``,
+``max_cost`` on the ``Agent``.
+
+Counted per run, checked after each turn (never mid-tool: the turn's batch has finished), the
+same way as ``should_stop_after_turn``: when a budget is reached the run ends after that turn,
+``state.error_message`` says which budget and how much was used (set before ``agent_end`` is
+delivered), and the ``events()`` channels get a :class:`pt.BudgetReached` notice. The
+transcript stays pi's: the run simply ends after a complete turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .._callbacks import call_maybe_async
+from ..events import BudgetReached
+from ..loop import ShouldStopAfterTurn, ShouldStopAfterTurnContext
+from ..messages import AssistantMessage
+
+__all__ = ["Budgets"]
+
+
+@attrs.frozen
+class Budgets:
+    """The limits of one agent's runs (None: no limit).
+
+    Raises:
+        ValueError: a limit below 1 (or a cost below 0).
+    """
+
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_total_tokens: int | None = None
+    max_cost: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "max_total_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value!r}")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise ValueError(f"max_cost must be > 0 dollars or None, got {self.max_cost!r}")
+
+    @property
+    def any(self) -> bool:
+        return any(
+            limit is not None
+            for limit in (self.max_turns, self.max_tool_calls, self.max_total_tokens, self.max_cost)
+        )
+
+    def guard(
+        self,
+        user_hook: ShouldStopAfterTurn | None,
+        reached: Callable[[BudgetReached], None],
+        would_continue: Callable[[ShouldStopAfterTurnContext], bool],
+    ) -> ShouldStopAfterTurn:
+        """A ``should_stop_after_turn`` for one run: the user's hook first, then the budgets
+        (counted from this run's turns); ``reached`` is told the budget that ended it. A turn
+        after which the run ends anyway (``would_continue`` false) is not reported."""
+        used = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost": 0.0}
+
+        async def should_stop(ctx: ShouldStopAfterTurnContext) -> bool:
+            used["turns"] += 1
+            used["tool_calls"] += len(ctx.tool_results)
+            message = ctx.message
+            if isinstance(message, AssistantMessage):
+                used["tokens"] += message.usage.total_tokens
+                used["cost"] += message.usage.cost.total
+            if user_hook is not None and await call_maybe_async(user_hook, ctx):
+                return True
+            if not would_continue(ctx):
+                return False
+            for budget, limit, value in (
+                ("max_turns", self.max_turns, used["turns"]),
+                ("max_tool_calls", self.max_tool_calls, used["tool_calls"]),
+                ("max_total_tokens", self.max_total_tokens, used["tokens"]),
+                ("max_cost", self.max_cost, used["cost"]),
+            ):
+                if limit is not None and value >= limit:
+                    reached(BudgetReached(budget, limit, value))
+                    return True
+            return False
+
+        return should_stop
+
+
+def budget_text(notice: BudgetReached) -> str:
+    """``state.error_message`` for a run a budget ended."""
+    used: Any = notice.used
+    shown = f"{used:.4g}" if isinstance(used, float) else str(used)
+    return (
+        f"Run stopped: budget {notice.budget}={notice.limit:g} reached ({shown} used); "
+        "prompt() or continue_() to go on"
+    )
