@@ -256,7 +256,8 @@ def select(only: str | None) -> list[Scenario]:
     if not only:
         return list(SCENARIOS)
     items = [item.strip().upper() for item in only.split(",") if item.strip()]
-    wanted = [item.replace("S7H", "S7h") for item in items]
+    by_upper = {scenario_id.upper(): scenario_id for scenario_id in BY_ID}  # S7h, S1d...
+    wanted = [by_upper.get(item, item) for item in items]
     unknown = [item for item in wanted if item not in BY_ID]
     if unknown:
         raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(BY_ID)}")

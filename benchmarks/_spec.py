@@ -133,6 +133,51 @@ SCENARIOS: tuple[Scenario, ...] = (
         impls=("pi_trio",),
         max_reps=3,
     ),
+    # round 2: durable sessions (in-memory beside durable in the same process)
+    Scenario(
+        "S1d",
+        "durable-turns",
+        "S1 with a SQLite session store (temp dir), beside S1 in memory",
+        {"turns": 1000},
+        {"turns": 100},
+        (
+            Figure("us_per_turn", "durable µs/turn", "lower"),
+            Figure("in_memory_us_per_turn", "in-memory µs/turn", "lower"),
+            Figure("ratio_to_memory", "durable/in-memory", "lower", "<= 2", 2, ratio=False),
+            Figure("cpu_us_per_turn", "durable CPU µs/turn", "lower"),
+        ),
+        impls=("pi_trio",),
+    ),
+    Scenario(
+        "S5d",
+        "durable-many-agents",
+        "S5 with one SQLite store shared by the agents, beside S5 in memory",
+        {"agents": 1000, "turns": 10},
+        {"agents": 50, "turns": 10},
+        (
+            Figure("wall_s", "durable wall s", "lower", digits=3),
+            Figure("in_memory_wall_s", "in-memory wall s", "lower", digits=3),
+            Figure("ratio_to_memory", "durable/in-memory", "lower", "<= 2", 2, ratio=False),
+            Figure("cpu_s", "durable CPU s", "lower", digits=3),
+            Figure("in_memory_cpu_s", "in-memory CPU s", "lower", digits=3),
+            Figure("peak_rss_mib", "peak RSS MiB", "lower"),
+        ),
+        impls=("pi_trio",),
+        max_reps=3,
+    ),
+    Scenario(
+        "S8",
+        "resume",
+        "open_agent on a 1,000-turn session whose last batch was interrupted (load + repair)",
+        {"turns": 1000},
+        {"turns": 100},
+        (
+            Figure("resume_ms", "resume ms (first)", "lower", "< 50", 2),
+            Figure("resume_cpu_ms", "resume CPU ms (first)", "lower", digits=2),
+            Figure("resume_again_ms", "resume ms (warm)", "lower", digits=2),
+        ),
+        impls=("pi_trio",),
+    ),
 )
 
 BY_ID = {scenario.id: scenario for scenario in SCENARIOS}

@@ -278,6 +278,12 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         from ._s7_http import s7_http
 
         result = trio.run(lambda: s7_http(**params))
+    elif scenario in ("S1d", "S5d", "S8"):
+        from . import impl_sessions
+
+        durable = {"S1d": impl_sessions.s1d_turns, "S5d": impl_sessions.s5d_many_agents,
+                   "S8": impl_sessions.s8_resume}[scenario]  # fmt: skip
+        result = trio.run(lambda: durable(**params))
     else:
         functions: dict[str, Callable[..., Coroutine[Any, Any, dict[str, Any]]]] = {
             "S1": s1_turns,

@@ -14,13 +14,15 @@ import typing as _typing
 
 import attrs as _attrs
 
-from . import mcp, proxy, testing, wire
+from . import mcp, proxy, sessions, testing, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
     EventsOverflowError,
     PiError,
     ProviderNotFoundError,
+    SessionBusyError,
+    SessionLogError,
     ToolArgumentError,
     WireFormatError,
 )
@@ -96,6 +98,7 @@ from .providers import (
     stream_simple,
 )
 from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
+from .sessions import SessionEntry, SessionStore, open_session_store, repair_transcript
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -146,6 +149,10 @@ __all__ = [
     "QueuedMessage",
     "Recorder",
     "RequestUpdate",
+    "SessionBusyError",
+    "SessionEntry",
+    "SessionLogError",
+    "SessionStore",
     "ShouldStopAfterTurnContext",
     "StopReason",
     "StreamDone",
@@ -194,12 +201,15 @@ __all__ = [
     "json_schema_for",
     "list_models",
     "mcp",
+    "open_session_store",
     "proxy",
     "register_api",
     "register_message_type",
+    "repair_transcript",
     "run_agent_loop",
     "run_agent_loop_continue",
     "serve_proxy",
+    "sessions",
     "stream_proxy",
     "stream_simple",
     "testing",

@@ -26,6 +26,8 @@ __all__ = [
     "EventsOverflowError",
     "PiError",
     "ProviderNotFoundError",
+    "SessionBusyError",
+    "SessionLogError",
     "ToolArgumentError",
     "WireFormatError",
 ]
@@ -90,3 +92,34 @@ class EventsOverflowError(PiError):
     event queued before the drop. Read faster, raise ``max_backlog``, or subscribe with
     ``on_overflow="block"`` to make the run wait for the reader instead.
     """
+
+
+class SessionBusyError(PiError, RuntimeError):
+    """A session is driven by another holder (this process or another one), or this holder
+    lost it (its lease epoch is no longer the session's).
+
+    ``session_id`` names the session; ``holder`` describes the other holder when known.
+    """
+
+    def __init__(self, message: str, *, session_id: str = "", holder: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.holder = holder
+
+
+class SessionLogError(PiError, ValueError):
+    """A session log (or store) that pi_trio cannot read: an entry that is corrupt (bad JSON,
+    not pi's wire format), of an unknown kind or of a newer format version, or a store file
+    that is not a pi_trio store. Nothing is overwritten or dropped.
+
+    ``session_id`` and ``seq`` locate the entry (empty / None for a store-level problem);
+    ``problem`` says what is wrong with it.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str = "", seq: int | None = None, problem: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.seq = seq
+        self.problem = problem or message

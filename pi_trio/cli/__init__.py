@@ -1,4 +1,5 @@
-"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy`` and ``stress``.
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy``, ``stress`` and
+``sessions``.
 
 ``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
 status; usage problems (an unknown model, a missing API key) are one line on stderr and
@@ -16,6 +17,7 @@ import trio
 
 from .._version import __version__
 from ._models import SCRIPTED, CliError, resolve_model
+from ._sessions import add_session_options, add_sessions_parser
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -78,9 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--mcp-url", action="append", default=[], metavar="URL",
         help="a streamable-HTTP MCP server whose tools join the chat (repeatable)",
     )  # fmt: skip
+    add_session_options(chat)
 
     rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
     model_options(rpc, SCRIPTED, 0.02)
+    add_session_options(rpc)
 
     serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
     model_options(serve, SCRIPTED, 0.02)
@@ -101,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ._stress import add_parser as add_stress_parser
 
     add_stress_parser(commands)
+    add_sessions_parser(commands)
     return parser
 
 
@@ -125,6 +130,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ._stress import run_command
 
         return run_command(args)
+    if args.command == "sessions":
+        from ._sessions import run_sessions
+
+        return run_sessions(args)
 
     if args.command == "demo":
         from ._demo import run_demo
@@ -139,10 +148,20 @@ def _dispatch(args: argparse.Namespace) -> int:
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
     )
     if args.command == "chat":
+        if args.session:
+            from ._sessions import run_durable
+
+            return run_durable(
+                args, make_agent, lambda factory: _chat(factory, args.mcp, args.mcp_url)
+            )
         return trio.run(_chat, make_agent, args.mcp, args.mcp_url)
     if args.command == "rpc":
         from ._rpc import run_stdio
 
+        if args.session:
+            from ._sessions import run_durable
+
+            return run_durable(args, make_agent, run_stdio)
         trio.run(run_stdio, make_agent)
         return 0
     if args.command == "serve":

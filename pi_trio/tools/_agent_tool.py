@@ -54,6 +54,10 @@ class AgentTool:
     uses the loop's ``tool_timeout`` (default: no limit).
     ``prepare_arguments(args) -> args`` may rewrite raw arguments before validation (renamed
     parameters, legacy shapes).
+
+    ``replay`` matters to durable sessions (:mod:`pi_trio.sessions`) only: a call interrupted
+    by a crash after it started is never re-run with ``"never"`` (the default; the model is told
+    its outcome is unknown), and is re-run on resume with ``"safe"`` (for idempotent tools).
     """
 
     name: str
@@ -64,6 +68,7 @@ class AgentTool:
     execution_mode: ToolExecutionMode | None = None
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     timeout: float | None = attrs.field(default=None, kw_only=True)
+    replay: Literal["never", "safe"] = attrs.field(default="never", kw_only=True)
     validator: ArgumentValidator = attrs.field(init=False, repr=False, eq=False)
     spec: Tool = attrs.field(init=False, repr=False, eq=False)
     is_async: bool = attrs.field(init=False, repr=False, eq=False)

@@ -1,0 +1,154 @@
+"""Round 2 scenarios on durable sessions: S1d, S5d (beside their in-memory runs) and S8 resume.
+
+Each durable scenario runs the in-memory scenario and the durable one back to back in the same
+process (in-memory first, then the SQLite store in a fresh temp dir), so the ratio compares like
+with like on a noisy machine. CPU time is reported beside wall time.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import pi_trio as pt
+
+from . import _script as script
+from .impl_pi_trio import Counter, _noop_answers, s1_turns, s5_many_agents
+
+
+async def _s1_durable(turns: int, path: Path) -> tuple[float, float, int]:
+    counter = Counter()
+    model = script.scripted(_noop_answers(turns))
+    state = pt.AgentState(model=model.model, tools=[script.NOOP])
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent("s1d", initial_state=state, stream_fn=model) as agent,
+    ):
+        agent.subscribe(counter.listener())
+        start, cpu = time.perf_counter(), time.process_time()
+        await agent.prompt("Go.")
+        await agent.wait_for_idle()
+        elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu
+        entries = len(await store.load("s1d"))
+    return elapsed, cpu_used, entries
+
+
+async def s1d_turns(turns: int) -> dict[str, Any]:
+    start = time.process_time()
+    memory = await s1_turns(turns)
+    memory_cpu = (time.process_time() - start) / (turns + 1) * 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        elapsed, cpu, entries = await _s1_durable(turns, Path(tmp) / "s1d.db")
+    per_turn = elapsed / (turns + 1) * 1e6
+    in_memory = memory["figures"]["us_per_turn"]
+    return {
+        "figures": {
+            "us_per_turn": per_turn,
+            "in_memory_us_per_turn": in_memory,
+            "ratio_to_memory": per_turn / in_memory,
+            "cpu_us_per_turn": cpu / (turns + 1) * 1e6,
+            "in_memory_cpu_us_per_turn": memory_cpu,
+        },
+        "info": {"entries": entries},
+    }
+
+
+async def s5d_many_agents(agents: int, turns: int) -> dict[str, Any]:
+    cpu = time.process_time()
+    memory = await s5_many_agents(agents, turns)
+    memory_cpu = time.process_time() - cpu
+    counter = Counter()
+    listener = counter.listener()
+    with tempfile.TemporaryDirectory() as tmp:
+        async with pt.open_session_store(Path(tmp) / "s5d.db") as store:
+
+            async def one(index: int, ready: trio.Event, go: trio.Event) -> None:
+                model = script.scripted(_noop_answers(turns))
+                state = pt.AgentState(model=model.model, tools=[script.NOOP])
+                async with store.open_agent(
+                    f"agent-{index}", initial_state=state, stream_fn=model
+                ) as agent:
+                    agent.subscribe(listener)
+                    ready.set()
+                    await go.wait()
+                    await agent.prompt("Go.")
+
+            go = trio.Event()
+            async with trio.open_nursery() as nursery:
+                for index in range(agents):  # opening the sessions is not timed
+                    ready = trio.Event()
+                    nursery.start_soon(one, index, ready, go)
+                    await ready.wait()
+                start, cpu = time.perf_counter(), time.process_time()
+                go.set()
+            elapsed, cpu_used = time.perf_counter() - start, time.process_time() - cpu
+    in_memory = memory["figures"]["wall_s"]
+    return {
+        "figures": {
+            "wall_s": elapsed,
+            "in_memory_wall_s": in_memory,
+            "ratio_to_memory": elapsed / in_memory,
+            "cpu_s": cpu_used,
+            "in_memory_cpu_s": memory_cpu,
+        },
+        "info": {"events": counter.events},
+    }
+
+
+async def s8_resume(turns: int) -> dict[str, Any]:
+    """Load + repair a ``turns``-turn session whose last batch was interrupted."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s8.db"
+        model = script.scripted(_noop_answers(turns - 1))
+        state = pt.AgentState(model=model.model, tools=[script.NOOP])
+        async with pt.open_session_store(path) as store:
+            async with store.open_agent("s8", initial_state=state, stream_fn=model) as agent:
+                await agent.prompt("Go.")
+            # the interrupted tail: one more tool turn logged up to the call's intent
+            backend = store.backend
+            lease = await backend.acquire("s8", _holder())
+            assert not isinstance(lease, str)
+            last = lease.last_seq
+            message = script.tool_turn("noop", [{}], turns)
+            call = message.tool_calls[0]
+            tail = [
+                (last + 1, "run_start", "{}", 0, 1),
+                (last + 2, "message", _dumps(pt.to_json(pt.UserMessage("again"))), 0, 1),
+                (last + 3, "message", _dumps(pt.to_json(message)), 0, 1),
+                (last + 4, "tool_intent", _dumps({"toolCallId": call.id, "toolName": "noop",
+                                                  "arguments": {}}), 0, 1),
+            ]  # fmt: skip
+            await backend.append(lease, tail)
+            await backend.release(lease)
+        timings = []
+        messages = 0
+        for _ in range(5):
+            async with pt.open_session_store(path) as store:
+                start, cpu = time.perf_counter(), time.process_time()
+                async with store.open_agent("s8", initial_state=state, wait=True) as agent:
+                    timings.append((time.perf_counter() - start, time.process_time() - cpu))
+                    messages = len(agent.state.messages)
+    return {
+        "figures": {
+            "resume_ms": timings[0][0] * 1e3,
+            "resume_cpu_ms": timings[0][1] * 1e3,
+            "resume_again_ms": min(wall for wall, _ in timings[1:]) * 1e3,
+        },
+        "info": {"messages": messages},
+    }
+
+
+def _holder() -> Any:
+    from pi_trio.sessions._sqlite import new_holder
+
+    return new_holder("bench")
+
+
+def _dumps(data: Any) -> str:
+    import json
+
+    return json.dumps(data)

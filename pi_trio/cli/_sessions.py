@@ -1,0 +1,175 @@
+"""``pi-trio sessions list | show ID | export ID``: look into a session store.
+
+``list`` prints one line per session; ``show`` prints a session's log, one entry per line;
+``export`` writes the log as JSON lines (one :meth:`SessionEntry.to_json` object per line), for
+inspection or for another tool. Nothing here writes to the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+import trio
+
+from .._errors import PiError
+from ._models import CliError
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = [
+    "DEFAULT_STORE",
+    "add_session_options",
+    "add_sessions_parser",
+    "run_durable",
+    "run_sessions",
+]
+
+DEFAULT_STORE = "pi-trio-sessions.db"
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("PI_TRIO_STORE", DEFAULT_STORE),
+        metavar="PATH",
+        help=f"the session store (default: $PI_TRIO_STORE, else ./{DEFAULT_STORE})",
+    )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """``--session ID`` (and ``--store PATH``) for ``chat`` and ``rpc``."""
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="keep the conversation in a durable session: created, or resumed from its log",
+    )
+    _store_option(parser)
+
+
+def run_durable(
+    args: argparse.Namespace,
+    make_agent: Callable[[], Agent],
+    command: Callable[[Callable[[], Agent]], Awaitable[int | None]],
+) -> int:
+    """Run ``command`` on the agent of session ``args.session`` in ``args.store``.
+
+    The command's usual agent gives the tools, model and stream function; a resumed session
+    keeps its logged transcript, queues, model, system prompt and thinking level.
+    """
+
+    async def durable() -> int:
+        from ..sessions import open_session_store
+
+        template = make_agent()
+        async with (
+            open_session_store(args.store) as store,
+            store.open_agent(
+                args.session, initial_state=template.state, stream_fn=template.stream_fn
+            ) as agent,
+        ):
+            status = await command(lambda: agent)
+        return status or 0
+
+    try:
+        return trio.run(durable)
+    except PiError as exc:
+        if isinstance(exc, CliError):
+            raise
+        raise CliError(str(exc)) from None
+
+
+def add_sessions_parser(commands: Any) -> None:
+    """Register the ``sessions`` command on the ``pi-trio`` subparsers."""
+    sessions = commands.add_parser("sessions", help="list, show or export durable sessions")
+    _store_option(sessions)
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="one line per session")
+    show = actions.add_parser("show", help="a session's log, one entry per line")
+    show.add_argument("session_id", metavar="ID")
+    export = actions.add_parser("export", help="a session's log as JSON lines")
+    export.add_argument("session_id", metavar="ID")
+
+
+def _when(ms: int) -> str:
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _text_of(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or ():
+        if isinstance(block, dict):
+            if block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+            elif block.get("type") == "toolCall":
+                parts.append(f"[{block.get('name')}({json.dumps(block.get('arguments'))})]")
+    return " ".join(parts)
+
+
+def _summary(kind: str, data: Any) -> str:
+    if kind == "message":
+        extra = data.get("stopReason") or data.get("toolName") or ""
+        return f"{data.get('role')} {extra} {_text_of(data)}".replace("\n", " ")
+    if kind == "queued":
+        return f"{data.get('queue')}: {_text_of(data.get('message'))}"
+    if kind in ("tool_intent", "tool_result"):
+        return f"{data.get('toolName')} {data.get('toolCallId')}"
+    if kind == "state":
+        model = data.get("model") or {}
+        return f"{model.get('provider')}/{model.get('id')} thinking={data.get('thinkingLevel')}"
+    if kind == "transcript":
+        return f"{len(data.get('messages', []))} messages"
+    return json.dumps(data)
+
+
+async def _run(args: argparse.Namespace, out: TextIO) -> int:
+    from ..sessions import open_session_store
+
+    async with open_session_store(args.store) as store:
+        if args.action == "list":
+            for info in await store.list_sessions():
+                holder = info.holder or "-"
+                print(
+                    f"{info.session_id}\t{info.entries} entries\tupdated {_when(info.updated)}"
+                    f"\tepoch {info.epoch}\theld by {holder}",
+                    file=out,
+                )
+            return 0
+        entries = await store.load(args.session_id)
+        if not entries:
+            raise CliError(f"no session {args.session_id!r} in {args.store}")
+        for entry in entries:
+            if args.action == "export":
+                print(json.dumps(entry.to_json(), ensure_ascii=False), file=out)
+            else:
+                line = _summary(entry.kind, entry.data)
+                print(
+                    f"{entry.seq:>6}  {_when(entry.time)}  e{entry.epoch}  {entry.kind:<11}  "
+                    f"{line[:120]}",
+                    file=out,
+                )
+    return 0
+
+
+def run_sessions(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``pi-trio sessions ...``; store problems become one-line errors (status 2)."""
+    if not os.path.exists(args.store):  # never create one just to list it
+        raise CliError(f"no session store at {args.store} (pass --store PATH)")
+    try:
+        return trio.run(_run, args, out or sys.stdout)
+    except PiError as exc:
+        if isinstance(exc, CliError):
+            raise
+        raise CliError(str(exc)) from None

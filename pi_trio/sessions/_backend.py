@@ -1,0 +1,119 @@
+"""What a storage engine provides to :class:`pt.SessionStore`: the backend protocol.
+
+Everything above it (the recorder, resume, repair, the log's meaning) is shared; a backend only
+stores rows and holder leases. SQLite (:mod:`._sqlite`) is the embedded default; a PostgreSQL
+backend implements the same protocol over the same tables (see ``SCHEMA``) with ``jsonb`` for
+``data`` and an expiring lease renewed by its holder.
+
+Leases: ``acquire`` makes the caller the session's only holder and bumps its ``epoch``; every
+``append`` checks, in the same transaction as its inserts, that the session's epoch is still the
+lease's, and fails with :class:`pt.SessionBusyError` otherwise, so two holders never interleave
+entries (each entry carries the epoch it was written under).
+
+For PostgreSQL (the next issue) the plan this protocol leaves room for: the same three tables
+(``pi_trio_meta``, ``pi_trio_sessions`` with ``lease_expires`` set and renewed by the holder,
+``pi_trio_entries`` with ``data`` as ``jsonb``); ``acquire`` takes a free or expired lease with
+``UPDATE ... SET epoch = epoch + 1`` (``FOR UPDATE SKIP LOCKED`` for a worker pool);
+``append`` is one ``INSERT ... SELECT ... JOIN pi_trio_sessions ON epoch`` like SQLite's.
+``store.enqueue`` from a process that does not hold the session cannot append to its log (no
+lease): it writes to an inbox table that the holder moves into its log as ``queued`` entries
+(in the same transaction as it deletes them), so the log keeps one writer at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeAlias
+
+import attrs
+
+__all__ = ["SCHEMA_VERSION", "Holder", "Lease", "Row", "SessionBackend", "SessionInfo"]
+
+SCHEMA_VERSION = 1
+"""Version of the tables below; a store written by a newer pi_trio is refused."""
+
+Row: TypeAlias = tuple[int, str, str, int, int]
+"""An entry to append: ``(seq, kind, data_json, time_ms, format_version)``."""
+
+StoredRow: TypeAlias = tuple[int, str, str, int, int, int]
+"""An entry read back: ``(seq, kind, data_json, time_ms, epoch, format_version)``."""
+
+
+@attrs.frozen
+class Holder:
+    """Who asks for a lease: a unique token, and the process (for liveness on one machine)."""
+
+    token: str
+    pid: int
+    process_start: str
+    """An id of the process's start (Linux: its start time in clock ticks), so that a reused
+    pid is not taken for a live holder."""
+
+
+@attrs.frozen
+class Lease:
+    """A holder's exclusive right to append to one session, valid while ``epoch`` is current."""
+
+    session_id: str
+    epoch: int
+    holder: Holder
+    last_seq: int
+    """The highest ``seq`` in the log when the lease was taken (0: an empty or new session)."""
+    created: bool
+
+
+@attrs.frozen
+class SessionInfo:
+    """One session of a store, as :meth:`pt.SessionStore.list_sessions` lists it.
+
+    Times are Unix milliseconds; ``holder`` describes the current holder (``pid@host``) or is
+    None when the session is free; ``epoch`` counts the leases taken so far.
+    """
+
+    session_id: str
+    created: int
+    updated: int
+    entries: int
+    epoch: int
+    holder: str | None
+
+
+class SessionBackend(Protocol):
+    """A storage engine for session logs. All methods are safe to call from one Trio run;
+    each says what cancellation leaves behind (a backend never leaves half a transaction)."""
+
+    description: str
+    """Where the store lives, for messages (a path; never a password)."""
+
+    async def acquire(self, session_id: str, holder: Holder) -> Lease | str:
+        """Take the session's lease (creating the session if it is new); when another live
+        holder has it, return a description of that holder instead."""
+        ...
+
+    async def release(self, lease: Lease) -> None:
+        """Give the lease back (a no-op when it is no longer current)."""
+        ...
+
+    async def append(self, lease: Lease, rows: Sequence[Row]) -> None:
+        """Commit ``rows`` in one transaction that checks the lease's epoch first.
+
+        Raises:
+            pt.SessionBusyError: the lease is no longer current (nothing was written).
+        """
+        ...
+
+    async def load_rows(self, session_id: str) -> list[StoredRow]:
+        """Every entry of the session in ``seq`` order (empty for an unknown session)."""
+        ...
+
+    async def list_sessions(self) -> list[SessionInfo]: ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session and its log; False when there was none.
+
+        Raises:
+            pt.SessionBusyError: a live holder has it.
+        """
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,196 @@
+"""The session log's entries: their kinds, their JSON, and how they are read back.
+
+One entry per thing that happened to a session, each with a ``seq`` that is monotonic per
+session, the ``epoch`` of the holder that wrote it, a ``time`` (Unix milliseconds) and a
+``version`` of this format. ``data`` is JSON; where it holds a message, a tool call's arguments or
+a tool result, that part is pi's JSON (:func:`pt.to_json`), so a transcript read back is exactly
+what pi would read. The same rows go into every backend (SQLite now, PostgreSQL later).
+
+Kinds and their ``data``:
+
+- ``state``: ``{"model": <model>, "systemPrompt": str, "thinkingLevel": str}``: the agent's
+  settings, logged when a session is created and at every run start where they changed. The
+  model's ``headers`` are never stored (they may hold credentials).
+- ``message``: a message of the transcript, pi's JSON, logged at its ``message_end``.
+- ``queued``: ``{"queue": "steer" | "followUp", "message": <message>}``: ``steer()`` /
+  ``follow_up()``.
+- ``drained``: ``{"queue": ..., "ref": <seq of the queued entry>}``: a run took that message
+  (it is logged in the same commit, just before the ``message`` entry of the same message).
+- ``cleared``: ``{"queue": ...}``: every message queued there before it is gone.
+- ``run_start``: ``{}``; ``run_end``: ``{"reason": <stop reason>, "repaired": bool}``.
+- ``tool_intent``: ``{"toolCallId", "toolName", "arguments"}``: the call is about to execute.
+- ``tool_result``: ``{"toolCallId", "toolName", "content", "details", "isError"}``: what the
+  call produced, logged as soon as that tool finished.
+- ``transcript``: ``{"messages": [...]}``: the application replaced the transcript (``reset()``,
+  ``agent.state.messages = ...``); later entries build on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from .._errors import SessionLogError, WireFormatError
+from ..messages import AgentMessage
+from ..wire import from_json, to_json
+from ._fast import fast_message
+
+__all__ = [
+    "ENTRY_KINDS",
+    "FORMAT_VERSION",
+    "EntryKind",
+    "Note",
+    "QueueName",
+    "SessionEntry",
+    "dumps",
+    "entry_error",
+    "read_message",
+]
+
+FORMAT_VERSION: Final = 1
+"""The version of the entry format this pi_trio writes and reads (newer ones are refused)."""
+
+EntryKind: TypeAlias = Literal[
+    "state",
+    "message",
+    "queued",
+    "drained",
+    "cleared",
+    "run_start",
+    "run_end",
+    "tool_intent",
+    "tool_result",
+    "transcript",
+]
+ENTRY_KINDS: Final[frozenset[str]] = frozenset(
+    {
+        "state",
+        "message",
+        "queued",
+        "drained",
+        "cleared",
+        "run_start",
+        "run_end",
+        "tool_intent",
+        "tool_result",
+        "transcript",
+    }
+)
+QueueName: TypeAlias = Literal["steer", "followUp"]
+
+
+@attrs.frozen
+class SessionEntry:
+    """One entry of a session log, as :meth:`SessionStore.load` returns it.
+
+    ``data`` is the entry's parsed JSON; ``time`` is Unix milliseconds; ``epoch`` is the holder
+    epoch it was written under (two holders never interleave: the log proves it).
+    """
+
+    session_id: str
+    seq: int
+    kind: str
+    data: Any
+    time: int
+    epoch: int
+    version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as one JSON object (what ``pi-trio sessions export`` writes per line)."""
+        return {
+            "sessionId": self.session_id,
+            "seq": self.seq,
+            "kind": self.kind,
+            "time": self.time,
+            "epoch": self.epoch,
+            "version": self.version,
+            "data": self.data,
+        }
+
+
+@attrs.define
+class Note:
+    """An entry noted by a recorder and not yet committed: its payload is encoded at flush."""
+
+    seq: int
+    kind: EntryKind
+    payload: Any
+    time: int
+
+
+def _default(value: Any) -> Any:
+    """JSON for what a tool put in ``details`` beyond plain JSON (an attrs record, a set...)."""
+    if attrs.has(type(value)):
+        return to_json(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def dumps(payload: Any) -> str:
+    """The JSON text stored for a payload of plain JSON values (pi's JSON already applied)."""
+    return _ENCODER.encode(payload)
+
+
+def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:
+    where = f"session {session_id!r}" + (f", entry seq {seq}" if seq is not None else "")
+    return SessionLogError(
+        f"{where}: {problem}; nothing was changed (export the log with `pi-trio sessions "
+        f"export {session_id}` to inspect it)",
+        session_id=session_id,
+        seq=seq,
+        problem=problem,
+    )
+
+
+def check_row(session_id: str, seq: int, kind: str, version: int) -> None:
+    """Refuse an entry this pi_trio cannot interpret (before its JSON is read)."""
+    if version > FORMAT_VERSION:
+        raise entry_error(
+            session_id,
+            seq,
+            f"entry format version {version} is newer than this pi_trio reads "
+            f"({FORMAT_VERSION}); upgrade pi_trio",
+        )
+    if kind not in ENTRY_KINDS:
+        raise entry_error(session_id, seq, f"unknown entry kind {kind!r}")
+
+
+def parse_data(session_id: str, seq: int, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError) as exc:
+        raise entry_error(session_id, seq, f"bad JSON in entry data ({exc})") from None
+
+
+def parse_all(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The data of every row (``(seq, kind, text, ...)``), parsed in one ``json.loads`` call
+    (one C call instead of one per entry); a failure is then located entry by entry."""
+    try:
+        parsed = json.loads("[" + ",".join([row[2] for row in rows]) + "]")
+        if len(parsed) == len(rows):
+            return parsed  # type: ignore[no-any-return]
+    except (ValueError, TypeError):
+        pass
+    return [parse_data(session_id, row[0], row[2]) for row in rows]
+
+
+def read_message(session_id: str, seq: int, data: Any) -> AgentMessage:
+    """A message from an entry's JSON; :class:`pt.SessionLogError` when it is not pi's."""
+    message = fast_message(data)
+    if message is not None:
+        return message
+    try:
+        return from_json(data, AgentMessage)
+    except WireFormatError as exc:
+        raise entry_error(session_id, seq, f"not a pi message ({exc})") from None
+
+
+def read_messages(session_id: str, seq: int, items: Iterable[Any]) -> list[AgentMessage]:
+    return [read_message(session_id, seq, item) for item in items]

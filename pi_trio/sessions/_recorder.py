@@ -1,0 +1,343 @@
+"""``SessionRecorder``: the :class:`pt.Recorder` that writes an agent's session log.
+
+It notes entries synchronously as the agent's state changes (``record``, ``queued``,
+``cleared``, and the tool-call intents of :func:`durable_before_tool_call`) and commits
+everything noted since the last commit in one transaction at each :meth:`flush` (group commit).
+``record`` asks for a flush exactly where the durability rules need one:
+
+- ``message_end``: the message is durable before anyone sees its end;
+- ``tool_execution_end``: each tool's result as soon as that tool finished;
+- ``agent_end``: the run's end;
+- a tool call's intent before ``execute`` (the wrapped ``before_tool_call`` awaits it).
+
+Concurrent flushes (parallel tools finishing together) share commits: a flush waits for the
+commit in flight, then commits whatever is still pending, so N tools finishing at once cost
+one or two commits, not N.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._errors import SessionBusyError
+from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageUpdate, ToolExecutionEnd
+from ..messages import AgentMessage, AssistantMessage, ToolCall
+from ..models import Model
+from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
+from ..wire import to_json
+from ._backend import Lease, Row, SessionBackend
+from ._entries import FORMAT_VERSION, EntryKind, Note, QueueName, dumps
+
+if TYPE_CHECKING:
+    from ..agent import Agent, AgentState
+
+__all__ = ["SessionRecorder", "durable_before_tool_call", "settings_json"]
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def model_json(model: Model) -> Any:
+    data = to_json(model)
+    if isinstance(data, dict):
+        data.pop("headers", None)  # may hold credentials: never stored
+    return data
+
+
+def settings_json(state: AgentState) -> dict[str, Any]:
+    return {
+        "model": model_json(state.model),
+        "systemPrompt": state.system_prompt,
+        "thinkingLevel": state.thinking_level,
+    }
+
+
+def _queue_name(kind: str) -> QueueName:
+    return "steer" if kind == "steer" else "followUp"
+
+
+def _encode(note: Note) -> Row:
+    kind, payload = note.kind, note.payload
+    data: Any
+    if kind == "message":
+        data = to_json(payload)
+    elif kind == "tool_result":
+        event: ToolExecutionEnd = payload
+        data = {
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "content": to_json(event.result.content),
+            "details": to_json(event.result.details),
+            "isError": event.is_error,
+        }
+    elif kind == "tool_intent":
+        call: ToolCall = payload
+        data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
+    elif kind == "queued":
+        queue, message = payload
+        data = {"queue": queue, "message": to_json(message)}
+    elif kind == "transcript":
+        data = {"messages": [to_json(message) for message in payload]}
+    else:
+        data = payload
+    return (note.seq, kind, dumps(data), note.time, FORMAT_VERSION)
+
+
+class SessionRecorder:
+    """Writes one agent's session log under one lease (see the module docstring).
+
+    ``known`` is the transcript as the log already describes it (a resumed session's), so that
+    a run starting from another transcript (``reset()``, an assignment) logs it anew.
+    """
+
+    def __init__(
+        self,
+        backend: SessionBackend,
+        lease: Lease,
+        *,
+        next_seq: int,
+        known: Sequence[AgentMessage] = (),
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self._backend = backend
+        self._lease = lease
+        self._next_seq = next_seq
+        self._durable_seq = next_seq - 1
+        self._pending: list[Note] = []
+        self._writing: trio.Event | None = None
+        self._failure: BaseException | None = None
+        self._closed = False
+        # message identity -> queued entries (seq, queue) in FIFO order, to log their drain
+        self._queued: dict[int, list[tuple[int, QueueName, AgentMessage]]] = {}
+        self._count = len(known)
+        self._last: AgentMessage | None = known[-1] if known else None
+        self._settings = settings
+        self._settings_of: tuple[Any, ...] | None = None
+        self.agent: Agent | None = None
+        self.early_intents = False
+        """Log intents with their assistant message (set when no ``before_tool_call`` hook of
+        the application's runs; see :meth:`_note_early_intents`)."""
+        self._early: set[str] = set()
+
+    @property
+    def session_id(self) -> str:
+        return self._lease.session_id
+
+    @property
+    def epoch(self) -> int:
+        return self._lease.epoch
+
+    @property
+    def lost(self) -> bool:
+        """True once a commit found that this holder lost the session (or it was closed)."""
+        return self._failure is not None
+
+    # --- noting ------------------------------------------------------------------------------
+
+    def note(self, kind: EntryKind, payload: Any) -> int:
+        """Note an entry for the next commit; returns its seq."""
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        self._pending.append(Note(seq, kind, payload, _now()))
+        return seq
+
+    def record(self, event: AgentEvent) -> bool:
+        """Note what ``event`` changed; True when it must be durable before its delivery
+        (``message_end``, ``tool_execution_end``, ``agent_end``)."""
+        cls = type(event)
+        if cls is MessageUpdate:
+            return False
+        if cls is MessageEnd:
+            message = event.message  # type: ignore[union-attr]
+            waiting = self._queued.get(id(message))
+            if waiting:
+                ref, queue, _ = waiting.pop(0)
+                if not waiting:
+                    del self._queued[id(message)]
+                self.note("drained", {"queue": queue, "ref": ref})
+            self.note("message", message)
+            self._count += 1
+            self._last = message
+            if self.early_intents and isinstance(message, AssistantMessage):
+                self._note_early_intents(message)
+            return True
+        if cls is ToolExecutionEnd:
+            self.note("tool_result", event)
+            return True
+        if cls is AgentStart:
+            self._run_start()
+            return False
+        if cls is AgentEnd:
+            last = self._last
+            reason = last.stop_reason if isinstance(last, AssistantMessage) else "stop"
+            self.note("run_end", {"reason": reason})
+            return True
+        return False
+
+    def _note_early_intents(self, message: AssistantMessage) -> None:
+        """Put the intents of the calls that will execute at once in this message's commit.
+
+        Only when no application hook stands between the message and ``execute``: the loop
+        then goes straight from this message's end to preparing and running its calls (the
+        argument validation is all that can still stop one, and a call that fails it has its
+        error result logged). In a parallel batch that is every call (or the first
+        ``max_parallel_tools``); in a sequential one, the first. This saves a commit per turn;
+        the cost is that a crash in the microseconds between this commit and ``execute``
+        reports "outcome_unknown" where "not_started" was true (never the other way round).
+        """
+        if message.stop_reason not in ("toolUse", "stop") or self.agent is None:
+            return
+        calls = message.tool_calls
+        if not calls:
+            return
+        tools = {tool.name: tool for tool in self.agent.state.tools}
+        batch = [tools.get(call.name) for call in calls]
+        sequential = self.agent.tool_execution == "sequential" or any(
+            tool is not None and tool.execution_mode == "sequential" for tool in batch
+        )
+        # the calls that start at once: one in a sequential batch, at most max_parallel_tools
+        # (calls start in source order as slots free up) in a parallel one
+        limit = 1 if sequential else (getattr(self.agent, "max_parallel_tools", None) or len(calls))
+        for call, tool in list(zip(calls, batch, strict=True))[:limit]:
+            if tool is not None:
+                self.note("tool_intent", call)
+                self._early.add(call.id)
+
+    def intend(self, call: ToolCall) -> bool:
+        """Note ``call``'s intent; False when it is in a commit already (no flush needed)."""
+        if call.id in self._early:
+            self._early.discard(call.id)
+            return False
+        self.note("tool_intent", call)
+        return True
+
+    def _run_start(self) -> None:
+        agent = self.agent
+        if agent is not None:
+            state = agent.state
+            self.note_settings(state)
+            messages = state.messages
+            if len(messages) != self._count or (messages and messages[-1] is not self._last):
+                self.note_transcript(messages)
+        self.note("run_start", {})
+
+    def note_settings(self, state: AgentState) -> None:
+        """Log the model, system prompt and thinking level when they changed."""
+        key = (state.model, state.system_prompt, state.thinking_level)
+        if self._settings_of is not None and all(
+            a is b for a, b in zip(key, self._settings_of, strict=True)
+        ):
+            return
+        settings = settings_json(state)
+        self._settings_of = key
+        if settings != self._settings:
+            self._settings = settings
+            self.note("state", settings)
+
+    def note_transcript(self, messages: Sequence[AgentMessage]) -> None:
+        """Log a replaced transcript (later entries build on it)."""
+        self.note("transcript", list(messages))
+        self._count = len(messages)
+        self._last = messages[-1] if messages else None
+
+    def note_message(self, message: AgentMessage) -> None:
+        """Log a message appended outside a run (a repair)."""
+        self.note("message", message)
+        self._count += 1
+        self._last = message
+
+    def queued(self, kind: str, message: AgentMessage) -> None:
+        """Note a ``steer()``/``follow_up()``; it is durable at the next flush (at the latest
+        before a run takes it)."""
+        queue = _queue_name(kind)
+        seq = self.note("queued", (queue, message))
+        self.adopt_queued(seq, queue, message)
+
+    def adopt_queued(self, seq: int, queue: QueueName, message: AgentMessage) -> None:
+        """Know ``message`` as queued by the entry ``seq`` (a resumed session's queue)."""
+        self._queued.setdefault(id(message), []).append((seq, queue, message))
+
+    def cleared(self, kind: str) -> None:
+        """Note that a queue was emptied (its messages will not come back on resume)."""
+        queue = _queue_name(kind)
+        self.note("cleared", {"queue": queue})
+        for key in list(self._queued):
+            left = [item for item in self._queued[key] if item[1] != queue]
+            if left:
+                self._queued[key] = left
+            else:
+                del self._queued[key]
+
+    # --- committing --------------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Commit everything noted so far (one transaction, shared with concurrent flushes).
+
+        Returns at once when nothing is pending. Cancellation: a commit in flight is not
+        abandoned (it completes or rolls back; its entries stay pending if it failed); a flush
+        that was only waiting for another's commit stops waiting.
+
+        Raises:
+            pt.SessionBusyError: this holder lost the session, or the block that opened it ended
+                (nothing more is written, ever, under this lease).
+            Exception: the backend's failure (a full disk...); the entries stay pending, and
+                the next flush tries them again.
+        """
+        target = self._next_seq - 1
+        while self._durable_seq < target:
+            if self._failure is not None:
+                raise SessionBusyError(str(self._failure), session_id=self.session_id)
+            if self._writing is not None:
+                await self._writing.wait()
+                continue
+            notes, self._pending = self._pending, []
+            if not notes:
+                return
+            done = self._writing = trio.Event()
+            try:
+                await self._backend.append(self._lease, [_encode(note) for note in notes])
+            except BaseException as exc:
+                self._pending[:0] = notes
+                if isinstance(exc, SessionBusyError):
+                    self._failure = exc
+                raise
+            else:
+                self._durable_seq = notes[-1].seq
+            finally:
+                self._writing = None
+                done.set()
+
+    def close(self) -> None:
+        """No more writes under this lease (the ``open_agent`` block ended)."""
+        if self._failure is None:
+            self._failure = SessionBusyError(
+                f"session {self.session_id!r} was closed: its open_agent() block has ended",
+                session_id=self.session_id,
+            )
+
+
+def durable_before_tool_call(
+    recorder: SessionRecorder, user_hook: BeforeToolCall | None
+) -> Callable[[BeforeToolCallContext], Any]:
+    """The ``before_tool_call`` of a durable agent: the application's hook, then the call's
+    intent, durable before the loop goes on to ``execute`` (a blocked call logs no intent)."""
+    recorder.early_intents = user_hook is None
+
+    async def before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
+        decision: BeforeToolCallResult | None = None
+        if user_hook is not None:
+            value = user_hook(context)
+            decision = await value if inspect.isawaitable(value) else value
+            if decision is not None and decision.block:
+                return decision
+        if recorder.intend(context.tool_call):
+            await recorder.flush()
+        return decision
+
+    return before_tool_call

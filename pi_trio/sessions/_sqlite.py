@@ -1,0 +1,462 @@
+"""The embedded session backend: one SQLite file (stdlib ``sqlite3``), WAL mode.
+
+One connection per store, owned by one dedicated thread (:mod:`._writer`): every ``sqlite3``
+call runs there, never in the Trio thread, and the requests queued while a commit runs are
+taken together, so the appends of many sessions share one transaction. Other processes may use
+the same file (SQLite's own locking serialises writers; ``busy_timeout`` bounds the wait).
+
+Holders: a session's row names its holder's token, pid and process start. On one machine (WAL
+needs one: it does not work over network file systems) a holder whose process is gone is known
+to be dead, so a crashed process's sessions are taken over at once, with a new epoch; a live
+holder (in this process or another) makes ``acquire`` report it busy.
+
+``synchronous``: "normal" (the default) keeps every commit across a crash of the process
+(SIGKILL included); a power loss or OS crash may lose the last commits, never corrupt the file.
+"full" also survives those, at the cost of an fsync per commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import outcome
+
+from .._errors import SessionBusyError, SessionLogError
+from ._backend import SCHEMA_VERSION, Holder, Lease, Row, SessionInfo, StoredRow
+from ._writer import DedicatedThread, Request
+
+__all__ = ["SqliteBackend", "process_start"]
+
+APPLICATION = "pi_trio.sessions"
+
+SCHEMA = """
+CREATE TABLE pi_trio_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pi_trio_sessions (
+    session_id TEXT PRIMARY KEY,
+    created INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    holder TEXT,
+    holder_pid INTEGER,
+    holder_start TEXT,
+    lease_expires INTEGER
+);
+CREATE TABLE pi_trio_entries (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+"""
+
+_INSERT = (
+    "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# A whole commit in one statement (see _append_group): the rows come as one JSON array, and
+# the join keeps only those whose epoch is still their session's, in the same transaction.
+# json_each needs SQLite's JSON functions (built in since 3.38; often before).
+_INSERT_CHECKED = (
+    "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
+    "SELECT json_extract(r.value, '$[0]'), json_extract(r.value, '$[1]'), "
+    "json_extract(r.value, '$[2]'), json_extract(r.value, '$[3]'), "
+    "json_extract(r.value, '$[4]'), json_extract(r.value, '$[5]'), "
+    "json_extract(r.value, '$[6]') FROM json_each(?) AS r JOIN pi_trio_sessions AS s "
+    "ON s.session_id = json_extract(r.value, '$[0]') AND s.epoch = json_extract(r.value, '$[5]')"
+)
+_HOST = socket.gethostname()
+
+
+def process_start(pid: int) -> str | None:
+    """An id of process ``pid``'s start, or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()  # field 22 of stat(5): start time in clock ticks
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError):
+        pass
+    try:  # no /proc: the pid's existence is all we can tell
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return ""
+    return ""
+
+
+def _alive(pid: int | None, start: str | None) -> bool:
+    if pid is None:
+        return True  # a holder this backend cannot check: never taken over
+    current = process_start(pid)
+    if current is None:
+        return False
+    return not start or not current or current == start
+
+
+class SqliteBackend:
+    """Session logs in one SQLite file. Build with :meth:`open`; see the module docstring."""
+
+    def __init__(self, path: str, *, busy_timeout: float, synchronous: str) -> None:
+        self.path = path
+        self.description = path
+        self._busy_timeout = busy_timeout
+        self._synchronous = synchronous
+        self._db: sqlite3.Connection | None = None
+        self._json_insert = True
+        self._thread = DedicatedThread(
+            f"pi_trio sessions {os.path.basename(path)}", self._handle, self._setup, self._teardown
+        )
+
+    @classmethod
+    async def open(
+        cls,
+        path: str,
+        *,
+        busy_timeout: float = 5.0,
+        synchronous: Literal["normal", "full"] = "normal",
+    ) -> SqliteBackend:
+        """Open (or create) the store file; refuse one that is not a pi_trio store.
+
+        Raises:
+            pt.SessionLogError: the file is not a pi_trio session store, or a newer one.
+        """
+        if synchronous not in ("normal", "full"):
+            raise ValueError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
+        backend = cls(path, busy_timeout=busy_timeout, synchronous=synchronous)
+        await backend._thread.start()
+        return backend
+
+    async def aclose(self) -> None:
+        await self._thread.stop()
+
+    # --- in the thread -----------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        db = sqlite3.connect(
+            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._check_or_create(db)
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+
+    def _refuse(self, why: str) -> SessionLogError:
+        return SessionLogError(
+            f"{self.path} is not a pi_trio session store ({why}); give open_session_store() a "
+            "new file or one it created",
+            problem=why,
+        )
+
+    def _check_or_create(self, db: sqlite3.Connection) -> None:
+        """Refuse a foreign file before changing anything in it, then set WAL mode and create
+        the tables when the file is new (in a write transaction, in case another process
+        creates them at the same moment)."""
+        db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+        try:
+            tables = self._tables(db)
+        except sqlite3.DatabaseError as exc:
+            raise self._refuse(f"not a SQLite database: {exc}") from None
+        if tables:
+            self._check_meta(db, tables)
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal" and self.path != ":memory:":
+            raise self._refuse(f"cannot use WAL mode (journal mode {mode!r})")
+        db.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
+        if tables:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = self._tables(db)
+            if not tables:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.executemany(
+                    "INSERT INTO pi_trio_meta (key, value) VALUES (?, ?)",
+                    [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
+                )
+            else:
+                self._check_meta(db, tables)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _tables(db: sqlite3.Connection) -> set[str]:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+    def _check_meta(self, db: sqlite3.Connection, tables: set[str]) -> None:
+        if "pi_trio_meta" not in tables:
+            raise self._refuse("a SQLite database without pi_trio's tables")
+        meta = dict(db.execute("SELECT key, value FROM pi_trio_meta").fetchall())
+        if meta.get("application") != APPLICATION:
+            raise self._refuse(f"its application is {meta.get('application')!r}")
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise SessionLogError(
+                f"{self.path} was written by a newer pi_trio (store schema {version}, "
+                f"this one reads {SCHEMA_VERSION}); upgrade pi_trio",
+                problem=f"schema version {version}",
+            )
+
+    def _teardown(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _handle(self, work: list[Request]) -> None:
+        """One batch: consecutive appends share one transaction; other ops run one by one."""
+        db = self._db
+        assert db is not None
+        index = 0
+        while index < len(work):
+            request = work[index]
+            if request.op == "append":
+                end = index
+                while end < len(work) and work[end].op == "append":
+                    end += 1
+                self._append_group(db, work[index:end])
+                index = end
+                continue
+            method = getattr(self, "_op_" + request.op)
+            try:
+                request.result = _value(method(db, *request.args))
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                request.result = _error(exc)
+            index += 1
+
+    def _append_group(self, db: sqlite3.Connection, group: list[Request]) -> None:
+        """Many sessions' appends in one transaction, in as few statements as possible.
+
+        Each ``execute`` releases and retakes the GIL (``executemany`` once per row); while
+        the Trio thread is busy (a thousand agents), retaking it can wait a whole switch
+        interval (5 ms), so the number of statements per commit matters far more than their
+        size. The usual path is ONE statement in autocommit mode (its own transaction): all
+        rows of the group, each inserted only if its session's epoch is still the lease's.
+        When rows were left out, their sessions' leases are stale: those requests fail, with
+        nothing of theirs written. Anything unusual (a duplicate seq, an SQLite without JSON
+        functions, a snapshot another process overtook) takes the explicit path below.
+        """
+        rows = _rows(group)
+        if self._json_insert:
+            try:
+                inserted = db.execute(_INSERT_CHECKED, (json.dumps(rows),)).rowcount
+            except sqlite3.DatabaseError as exc:
+                if "no such function" in str(exc) or "no such table: json_each" in str(exc):
+                    self._json_insert = False
+            else:
+                if inserted == len(rows):
+                    for request in group:
+                        request.result = _value(None)
+                    return
+                epochs = self._epochs(db, {request.args[0].session_id for request in group})
+                for request in group:
+                    lease = request.args[0]
+                    epoch = epochs.get(lease.session_id)
+                    ok = epoch == lease.epoch
+                    request.result = _value(None) if ok else _error(_lost(lease, epoch))
+                return
+        self._append_explicitly(db, group)
+
+    def _append_explicitly(self, db: sqlite3.Connection, group: list[Request]) -> None:
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            epochs = self._epochs(db, {request.args[0].session_id for request in group})
+            ready = []
+            for request in group:
+                lease = request.args[0]
+                epoch = epochs.get(lease.session_id)
+                if epoch != lease.epoch:
+                    request.result = _error(_lost(lease, epoch))
+                else:
+                    ready.append(request)
+            self._append_one_by_one(db, ready)
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            for request in group:
+                request.result = _error(exc)
+
+    @staticmethod
+    def _epochs(db: sqlite3.Connection, session_ids: set[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        ids = sorted(session_ids)
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                db.execute(
+                    f"SELECT session_id, epoch FROM pi_trio_sessions WHERE session_id IN ({marks})",
+                    chunk,
+                ).fetchall()
+            )
+        return found
+
+    @staticmethod
+    def _append_one_by_one(db: sqlite3.Connection, group: list[Request]) -> None:
+        for request in group:
+            db.execute("SAVEPOINT one")
+            try:
+                db.executemany(_INSERT, _rows([request]))
+                db.execute("RELEASE one")
+                request.result = _value(None)
+            except sqlite3.DatabaseError as exc:
+                db.execute("ROLLBACK TO one")
+                db.execute("RELEASE one")
+                request.result = _error(exc)
+
+    def _op_acquire(self, db: sqlite3.Connection, session_id: str, holder: Holder) -> Lease | str:
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute(
+            "SELECT epoch, holder, holder_pid, holder_start FROM pi_trio_sessions "
+            "WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        now = int(time.time() * 1000)
+        if row is None:
+            db.execute(
+                "INSERT INTO pi_trio_sessions (session_id, created, epoch, holder, holder_pid, "
+                "holder_start) VALUES (?, ?, 1, ?, ?, ?)",
+                (session_id, now, holder.token, holder.pid, holder.process_start),
+            )
+            db.execute("COMMIT")
+            return Lease(session_id, 1, holder, 0, True)
+        epoch, current, pid, start = row
+        if current is not None and _alive(pid, start):
+            db.execute("ROLLBACK")
+            return str(current)
+        db.execute(
+            "UPDATE pi_trio_sessions SET epoch = ?, holder = ?, holder_pid = ?, holder_start = ? "
+            "WHERE session_id = ?",
+            (epoch + 1, holder.token, holder.pid, holder.process_start, session_id),
+        )
+        last = db.execute(
+            "SELECT max(seq) FROM pi_trio_entries WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        db.execute("COMMIT")
+        return Lease(session_id, epoch + 1, holder, last or 0, False)
+
+    def _op_release(self, db: sqlite3.Connection, lease: Lease) -> None:
+        db.execute(
+            "UPDATE pi_trio_sessions SET holder = NULL, holder_pid = NULL, holder_start = NULL "
+            "WHERE session_id = ? AND epoch = ? AND holder = ?",
+            (lease.session_id, lease.epoch, lease.holder.token),
+        )
+
+    def _op_load_rows(self, db: sqlite3.Connection, session_id: str) -> list[StoredRow]:
+        return db.execute(
+            "SELECT seq, kind, data, time, epoch, version FROM pi_trio_entries "
+            "WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+    def _op_list_sessions(self, db: sqlite3.Connection) -> list[SessionInfo]:
+        rows = db.execute(
+            "SELECT s.session_id, s.created, s.epoch, s.holder, s.holder_pid, s.holder_start, "
+            "(SELECT max(time) FROM pi_trio_entries e WHERE e.session_id = s.session_id), "
+            "(SELECT count(*) FROM pi_trio_entries e WHERE e.session_id = s.session_id) "
+            "FROM pi_trio_sessions s ORDER BY s.created, s.session_id"
+        ).fetchall()
+        infos = []
+        for sid, created, epoch, holder, pid, start, updated, count in rows:
+            live = holder if holder is not None and _alive(pid, start) else None
+            infos.append(SessionInfo(sid, created, updated or created, count, epoch, live))
+        return infos
+
+    def _op_delete(self, db: sqlite3.Connection, session_id: str) -> bool:
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute(
+            "SELECT holder, holder_pid, holder_start FROM pi_trio_sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            db.execute("ROLLBACK")
+            return False
+        if row[0] is not None and _alive(row[1], row[2]):
+            db.execute("ROLLBACK")
+            raise SessionBusyError(
+                f"session {session_id!r} is held by {row[0]}: it cannot be deleted while open",
+                session_id=session_id,
+                holder=row[0],
+            )
+        db.execute("DELETE FROM pi_trio_entries WHERE session_id = ?", (session_id,))
+        db.execute("DELETE FROM pi_trio_sessions WHERE session_id = ?", (session_id,))
+        db.execute("COMMIT")
+        return True
+
+    # --- from Trio ---------------------------------------------------------------------------
+
+    async def acquire(self, session_id: str, holder: Holder) -> Lease | str:
+        """See :class:`SessionBackend`; cancellation: the transaction completes first."""
+        result: Lease | str = await self._thread.call("acquire", session_id, holder)
+        return result
+
+    async def release(self, lease: Lease) -> None:
+        await self._thread.call("release", lease)
+
+    async def append(self, lease: Lease, rows: Sequence[Row]) -> None:
+        """Commit ``rows`` (with other sessions' pending appends, in one transaction).
+
+        Cancellation: the commit is not abandoned; it finishes (or rolls back) first.
+        """
+        await self._thread.call("append", lease, rows)
+
+    async def load_rows(self, session_id: str) -> list[StoredRow]:
+        rows: list[StoredRow] = await self._thread.call("load_rows", session_id)
+        return rows
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        infos: list[SessionInfo] = await self._thread.call("list_sessions")
+        return infos
+
+    async def delete(self, session_id: str) -> bool:
+        deleted: bool = await self._thread.call("delete", session_id)
+        return deleted
+
+
+def new_holder(token: str) -> Holder:
+    pid = os.getpid()
+    return Holder(f"{token}@{_HOST}:{pid}", pid, process_start(pid) or "")
+
+
+def _lost(lease: Lease, epoch: int | None) -> SessionBusyError:
+    now = "deleted" if epoch is None else f"now at epoch {epoch}"
+    return SessionBusyError(
+        f"session {lease.session_id!r}: this holder lost it (its lease is epoch {lease.epoch}, "
+        f"the session is {now}); nothing more was written",
+        session_id=lease.session_id,
+    )
+
+
+def _rows(group: list[Request]) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for request in group:
+        lease, entries = request.args
+        sid, epoch = lease.session_id, lease.epoch
+        rows.extend((sid, s, k, d, t, epoch, v) for (s, k, d, t, v) in entries)
+    return rows
+
+
+def _value(value: Any) -> outcome.Outcome[Any]:
+    return outcome.Value(value)
+
+
+def _error(exc: BaseException) -> outcome.Outcome[Any]:
+    return outcome.Error(exc)

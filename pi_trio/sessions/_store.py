@@ -1,0 +1,359 @@
+"""``SessionStore`` and ``open_session_store``: durable agents over a session backend.
+
+``store.open_agent(id, ...)`` takes the session's lease, folds its log into an agent
+(transcript, settings, both queues), repairs an interrupted tail, and wires a
+:class:`SessionRecorder` into the agent so that its run is logged as it goes. Everything here is
+backend-independent: SQLite is the backend today; PostgreSQL plugs in behind the same
+:class:`SessionBackend` protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from .._errors import SessionBusyError
+from ..agent import Agent, AgentState
+from ..events import ToolExecutionEnd, ToolResult
+from ..messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, now_ms
+from ..models import Model
+from ..tools import AgentTool, exception_text
+from ..wire import from_json
+from ._backend import Lease, SessionBackend, SessionInfo
+from ._entries import SessionEntry, check_row, entry_error, parse_data
+from ._recorder import SessionRecorder, durable_before_tool_call
+from ._repair import (
+    SessionImage,
+    fill,
+    find_gaps,
+    interrupted_result,
+    needs_closing,
+    restore,
+    stopped_message,
+)
+from ._sqlite import SqliteBackend, new_holder
+
+__all__ = ["SessionStore", "open_session_store"]
+
+logger = logging.getLogger("pi_trio.sessions")
+
+
+class SessionStore:
+    """Durable sessions in one store (see :func:`open_session_store`)."""
+
+    def __init__(self, backend: SessionBackend) -> None:
+        self.backend = backend
+
+    def __repr__(self) -> str:
+        return f"<SessionStore {self.backend.description}>"
+
+    async def load(self, session_id: str) -> list[SessionEntry]:
+        """The session's log, every entry in ``seq`` order (empty for an unknown id).
+
+        Reads in the store's thread; a cancelled call returns nothing but the read completes.
+
+        Raises:
+            pt.SessionLogError: an entry is of an unknown kind, a newer format, or bad JSON.
+        """
+        rows = await self.backend.load_rows(session_id)
+        entries = []
+        for seq, kind, text, when, epoch, version in rows:
+            check_row(session_id, seq, kind, version)
+            data = parse_data(session_id, seq, text)
+            entries.append(SessionEntry(session_id, seq, kind, data, when, epoch, version))
+        return entries
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session of the store, oldest first (a read in the store's thread; cancelling
+        it before it is queued stops it, after that the read completes first)."""
+        return await self.backend.list_sessions()
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session and its log; False when there was no such session.
+
+        One transaction: once queued, a cancellation lets it commit (or roll back) first.
+
+        Raises:
+            pt.SessionBusyError: the session is open (held) somewhere.
+        """
+        return await self.backend.delete(session_id)
+
+    @asynccontextmanager
+    async def open_agent(
+        self,
+        session_id: str,
+        *,
+        initial_state: AgentState | None = None,
+        wait: bool = False,
+        **agent_options: Any,
+    ) -> AsyncIterator[Agent]:
+        """``async with store.open_agent(id, initial_state=..., **options) as agent``.
+
+        A new id starts a session from ``initial_state``. An existing id comes back from its
+        log: the transcript, the model, system prompt and thinking level, and both queues; a
+        tail a crash interrupted is repaired (tool calls without a result get one: re-run for
+        ``replay="safe"`` tools, else an error result saying "not_started" or
+        "outcome_unknown"; an open run is closed in pi's aborted shape). Tools, hooks and the
+        stream function are code: pass them again (``initial_state.tools``, ``agent_options``).
+        When ``initial_state.model`` is the logged model (same provider and id), that object is
+        used, headers and all; model headers are never stored.
+
+        While the block is open this holder alone drives the session. The block's end commits
+        what is pending and gives the session back. Runs must end inside the block (one still
+        active there is aborted).
+
+        Args:
+            session_id: the session's id (any string).
+            initial_state: the new session's state; for an existing one, its tools (and model
+                object).
+            wait: when another holder has the session, wait for it instead of raising.
+            agent_options: :class:`pt.Agent`'s keyword arguments (not ``recorder``);
+                ``session_id`` (the provider's cache key) defaults to the session's id.
+
+        Raises:
+            pt.SessionBusyError: another holder has the session (and ``wait`` is False).
+            pt.SessionLogError: the log cannot be read; nothing is changed.
+
+        Cancellation while opening gives the session back; a commit in flight completes first.
+        """
+        if "recorder" in agent_options:
+            raise TypeError("open_agent() makes the agent's recorder: do not pass recorder=")
+        lease = await self._acquire(session_id, wait)
+        recorder: SessionRecorder | None = None
+        agent: Agent | None = None
+        try:
+            image = restore(session_id, await self.backend.load_rows(session_id))
+            state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
+            if image.last_seq == 0:
+                recorder = SessionRecorder(self.backend, lease, next_seq=1)
+                recorder.note_settings(state)
+                if state.messages:
+                    recorder.note_transcript(state.messages)
+            else:
+                recorder = SessionRecorder(
+                    self.backend,
+                    lease,
+                    next_seq=image.last_seq + 1,
+                    known=image.messages,
+                    settings=image.settings,
+                )
+                _apply_settings(state, image, session_id)
+                state.messages = await _repair_tail(image, state, recorder)
+                recorder.note_settings(state)
+            user_hook = agent_options.pop("before_tool_call", None)
+            agent_options.setdefault("session_id", session_id)
+            agent = Agent(
+                state,
+                before_tool_call=durable_before_tool_call(recorder, user_hook),
+                **agent_options,
+            )
+            for seq, (queue, message) in image.queued.items():
+                (agent.steer if queue == "steer" else agent.follow_up)(message)
+                recorder.adopt_queued(seq, queue, message)
+            recorder.agent = agent
+            agent.recorder = recorder
+            await recorder.flush()
+        except BaseException:
+            if recorder is not None:
+                recorder.close()
+            with trio.CancelScope(shield=True):
+                await self.backend.release(lease)
+            raise
+        try:
+            yield agent
+        except BaseException:
+            # leaving by an exception (a cancellation, say): keep what was noted all the same
+            agent.abort()
+            with trio.move_on_after(agent.close_timeout, shield=True):
+                if not recorder.lost:
+                    try:
+                        await recorder.flush()
+                    except Exception:
+                        logger.exception("session %r: final commit failed", session_id)
+            raise
+        else:
+            if agent.is_running:
+                agent.abort()
+                await agent.wait_for_idle()
+            if not recorder.lost:  # a lost lease was reported by the run it ended
+                await recorder.flush()
+        finally:
+            recorder.close()
+            with trio.CancelScope(shield=True):
+                await self.backend.release(lease)
+
+    async def _acquire(self, session_id: str, wait: bool) -> Lease:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
+        holder = new_holder(secrets.token_hex(4))
+        delay = 0.01
+        while True:
+            got = await self.backend.acquire(session_id, holder)
+            if isinstance(got, Lease):
+                return got
+            if not wait:
+                raise SessionBusyError(
+                    f"session {session_id!r} is open elsewhere (held by {got}); close it there "
+                    "first, or pass wait=True to wait for it",
+                    session_id=session_id,
+                    holder=got,
+                )
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def _apply_settings(state: AgentState, image: SessionImage, session_id: str) -> None:
+    settings = image.settings
+    if settings is None:
+        return
+    try:
+        logged: Model = from_json(settings["model"], Model)
+        state.system_prompt = settings["systemPrompt"]
+        state.thinking_level = settings["thinkingLevel"]
+    except Exception as exc:
+        raise entry_error(session_id, None, f"unreadable state entry ({exc})") from None
+    given = state.model
+    if not (given.provider == logged.provider and given.id == logged.id):
+        state.model = logged
+
+
+async def _repair_tail(
+    image: SessionImage, state: AgentState, recorder: SessionRecorder
+) -> list[AgentMessage]:
+    """Fill the log's missing tool results and close an open run; log what was added."""
+    messages = image.messages
+    tools = {tool.name: tool for tool in state.tools}
+    fills: list[tuple[int, AgentMessage]] = []
+    for gap in find_gaps(messages):
+        call = gap.call
+        logged = image.results.get(call.id)
+        if logged is not None:
+            result: AgentMessage = _logged_result(image.session_id, *logged)
+        elif call.id in image.intents:
+            tool = tools.get(call.name)
+            if tool is not None and tool.replay == "safe":
+                result = await _replay(tool, call.id, call.name, call.arguments, recorder)
+            else:
+                result = interrupted_result(call, "outcome_unknown")
+        else:
+            result = interrupted_result(call, "not_started")
+        fills.append((gap.index, result))
+    repaired = fill(messages, fills) if fills else list(messages)
+    if fills:
+        if all(index == len(messages) for index, _ in fills):
+            for _, message in sorted(fills, key=lambda item: item[0]):
+                recorder.note_message(message)
+        else:
+            recorder.note_transcript(repaired)
+    if image.open_run:
+        reason = "aborted"
+        if needs_closing(repaired):
+            closing = stopped_message(state.model, repaired)
+            repaired.append(closing)
+            recorder.note_message(closing)
+        elif repaired and isinstance(repaired[-1], AssistantMessage):
+            reason = repaired[-1].stop_reason
+        recorder.note("run_end", {"reason": reason, "repaired": True})
+    return repaired
+
+
+def _logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
+    """The result message of a tool whose result was logged (its write-back was not)."""
+    try:
+        return from_json(
+            {
+                "role": "toolResult",
+                "toolCallId": data["toolCallId"],
+                "toolName": data["toolName"],
+                "content": data["content"],
+                "details": data.get("details"),
+                "isError": data["isError"],
+                "timestamp": when or now_ms(),
+            },
+            ToolResultMessage,
+        )
+    except Exception as exc:
+        raise entry_error(session_id, seq, f"unreadable tool_result entry ({exc})") from None
+
+
+async def _replay(
+    tool: AgentTool, call_id: str, name: str, arguments: dict[str, Any], recorder: SessionRecorder
+) -> ToolResultMessage:
+    """Re-run an interrupted replay="safe" call; its result is durable when this returns."""
+
+    async def ignore_update(partial: ToolResult) -> None:
+        pass
+
+    try:
+        raw = arguments
+        if tool.prepare_arguments is not None:
+            raw = tool.prepare_arguments(raw)
+        value = await tool.run(call_id, tool.validate(raw), ignore_update)
+        result = value if isinstance(value, ToolResult) else ToolResult([TextContent(str(value))])
+        is_error = bool(result.is_error)  # a failure reported without raising
+    except Exception as exc:
+        result, is_error = ToolResult([TextContent(exception_text(exc))], details={}), True
+    recorder.note("tool_result", ToolExecutionEnd(call_id, name, result, is_error))
+    await recorder.flush()
+    return ToolResultMessage(call_id, name, result.content, result.details, is_error)
+
+
+# --- opening a store -------------------------------------------------------------------------
+
+
+def _sqlite_path(url: str | os.PathLike[str]) -> str:
+    text = os.fspath(url)
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://") :]
+        if not text:
+            raise ValueError("sqlite:// needs a path: sqlite:///path/to/agents.db")
+        return text
+    scheme = text.split("://", 1)[0] if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        raise ValueError(
+            "PostgreSQL session stores are not available in this pi_trio yet; use a SQLite "
+            "file (a path or sqlite:///path)"
+        )
+    if scheme:
+        raise ValueError(
+            f"unknown session store URL scheme {scheme!r}: give a file path or sqlite:///path"
+        )
+    return text
+
+
+@asynccontextmanager
+async def open_session_store(
+    url: str | os.PathLike[str],
+    *,
+    busy_timeout: float = 5.0,
+    synchronous: Literal["normal", "full"] = "normal",
+) -> AsyncIterator[SessionStore]:
+    """``async with pt.open_session_store("agents.db") as store``: a session store.
+
+    A plain path or ``sqlite:///path`` is the embedded default: one SQLite file (created when
+    missing) in WAL mode, driven by one dedicated thread per store; other processes may open
+    the same file. ``busy_timeout`` (seconds) bounds a wait for another process's write lock;
+    ``synchronous="full"`` adds an fsync per commit so that commits also survive a power loss
+    (the default keeps them across any crash of the process).
+
+    Raises:
+        ValueError: an unknown URL scheme.
+        pt.SessionLogError: the file is not a pi_trio session store (or a newer one's).
+
+    The block's end (cancelled or not) stops the store's thread once its last request is done.
+    """
+    backend = await SqliteBackend.open(
+        _sqlite_path(url), busy_timeout=busy_timeout, synchronous=synchronous
+    )
+    try:
+        yield SessionStore(backend)
+    finally:
+        with trio.CancelScope(shield=True):
+            await backend.aclose()

@@ -1,0 +1,71 @@
+"""Shared pieces of the session tests: tools, scripts, and reading a store file directly."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "number"}}}
+
+
+def make_tool(
+    name: str,
+    execute: Callable[..., Any],
+    *,
+    replay: Literal["never", "safe"] = "never",
+    execution_mode: Literal["sequential", "parallel"] | None = None,
+) -> pt.AgentTool:
+    return pt.AgentTool(
+        name=name,
+        label=name,
+        description=f"the {name} tool",
+        parameters=SCHEMA,
+        execute=execute,
+        replay=replay,
+        execution_mode=execution_mode,
+    )
+
+
+def calls(*names: str, prefix: str = "c") -> pt.AssistantMessage:
+    return faux.assistant_message(
+        [faux.text("on it")]
+        + [faux.tool_call(n, {"n": i}, id=f"{prefix}{i}") for i, n in enumerate(names)]
+    )
+
+
+def rows(path: Path, session_id: str = "s") -> list[tuple[int, str, Any, int]]:
+    """(seq, kind, data, epoch) of every committed entry, read with a connection of our own."""
+    db = sqlite3.connect(path)
+    try:
+        found = db.execute(
+            "SELECT seq, kind, data, epoch FROM pi_trio_entries WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    finally:
+        db.close()
+    return [(seq, kind, json.loads(data), epoch) for seq, kind, data, epoch in found]
+
+
+def kinds(path: Path, session_id: str = "s") -> list[str]:
+    return [kind for _, kind, _, _ in rows(path, session_id)]
+
+
+def snapshot(path: Path, copy: Path) -> None:
+    """Exactly what a crash at this moment would leave on disk: every committed transaction."""
+    source = sqlite3.connect(path)
+    target = sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+
+
+def transcript_json(messages: list[pt.AgentMessage]) -> list[Any]:
+    return [pt.to_json(message) for message in messages]

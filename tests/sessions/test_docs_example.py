@@ -1,0 +1,24 @@
+"""The runnable example of docs/sessions.md runs as shown, in a fresh process."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_sessions_page_example_runs(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "sessions.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "trio.run" in b]
+    assert len(blocks) == 1
+    done = subprocess.run(
+        [sys.executable, "-c", blocks[0]],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "['user', 'assistant', 'toolResult', 'assistant', 'user', 'assistant']"
+    assert lines[1].startswith("13 log entries:") and "tool_intent" in lines[1]

@@ -1,0 +1,236 @@
+"""The SQLite store below the agent: opening, refusing foreign files, leases, bad entries."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.sessions import SessionInfo
+from pi_trio.sessions._sqlite import new_holder
+
+
+async def test_a_new_file_becomes_a_store_and_reopens(tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    async with pt.open_session_store(path) as store:
+        assert await store.list_sessions() == []
+        assert await store.load("nobody") == []
+        assert await store.delete("nobody") is False
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert dict(db.execute("SELECT key, value FROM pi_trio_meta").fetchall()) == {
+        "application": "pi_trio.sessions",
+        "schema_version": "1",
+    }
+    db.close()
+    async with pt.open_session_store(f"sqlite://{path}") as store:
+        assert await store.list_sessions() == []
+
+
+async def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("just some notes, not a database at all" * 100)
+    with pytest.raises(pt.SessionLogError, match="is not a pi_trio session store"):
+        async with pt.open_session_store(text):
+            pass
+    assert text.read_text().startswith("just some notes")  # untouched
+
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE users (name TEXT)")
+    db.commit()
+    db.close()
+    before = other.read_bytes()
+    with pytest.raises(pt.SessionLogError, match="without pi_trio's tables"):
+        async with pt.open_session_store(other):
+            pass
+    assert other.read_bytes() == before  # not even switched to WAL mode
+
+
+async def test_a_store_of_a_newer_pi_trio_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    async with pt.open_session_store(path):
+        pass
+    db = sqlite3.connect(path)
+    db.execute("UPDATE pi_trio_meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(pt.SessionLogError, match="newer pi_trio"):
+        async with pt.open_session_store(path):
+            pass
+
+
+async def test_urls_other_than_sqlite_are_refused_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="PostgreSQL session stores are not available"):
+        async with pt.open_session_store("postgresql://localhost/agents"):
+            pass
+    with pytest.raises(ValueError, match="unknown session store URL scheme 'redis'"):
+        async with pt.open_session_store("redis://localhost"):
+            pass
+
+
+async def test_one_holder_at_a_time_and_each_lease_a_new_epoch(tmp_path: Path) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        backend = store.backend
+        first = await backend.acquire("s", new_holder("one"))
+        assert not isinstance(first, str) and first.epoch == 1 and first.created
+        second = await backend.acquire("s", new_holder("two"))
+        assert isinstance(second, str) and second.startswith("one@")
+        await backend.append(first, [(1, "run_start", "{}", 5, 1)])
+        await backend.release(first)
+        third = await backend.acquire("s", new_holder("three"))
+        assert not isinstance(third, str) and (third.epoch, third.last_seq) == (2, 1)
+        # the first holder's lease is stale: its append is refused, nothing is written
+        with pytest.raises(pt.SessionBusyError, match="lost it"):
+            await backend.append(first, [(2, "run_end", '{"reason": "stop"}', 6, 1)])
+        assert [e.seq for e in await store.load("s")] == [1]
+        await backend.append(third, [(2, "run_end", '{"reason": "stop"}', 6, 1)])
+        entries = await store.load("s")
+        assert [(e.seq, e.kind, e.epoch) for e in entries] == [
+            (1, "run_start", 1),
+            (2, "run_end", 2),
+        ]
+        with pytest.raises(pt.SessionBusyError, match="cannot be deleted while open"):
+            await store.delete("s")
+        infos = await store.list_sessions()
+        assert [(i.session_id, i.entries, i.epoch) for i in infos] == [("s", 2, 2)]
+        assert isinstance(infos[0], SessionInfo) and infos[0].holder is not None
+        await backend.release(third)
+        assert (await store.list_sessions())[0].holder is None
+        assert await store.delete("s") is True
+        assert await store.load("s") == []
+
+
+async def test_a_dead_process_is_no_holder(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    child = await trio.run_process(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_stdout=True
+    )
+    dead_pid = int(child.stdout)
+    async with pt.open_session_store(path) as store:
+        lease = await store.backend.acquire("s", new_holder("mine"))
+        assert not isinstance(lease, str)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE pi_trio_sessions SET holder = 'gone@x', holder_pid = ?", (dead_pid,))
+    db.commit()
+    db.close()
+    async with pt.open_session_store(path) as store:
+        again = await store.backend.acquire("s", new_holder("next"))
+        assert not isinstance(again, str) and again.epoch == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "version", "problem"),
+    [
+        ("telepathy", "{}", 1, "unknown entry kind 'telepathy'"),
+        ("message", "{}", 7, "entry format version 7 is newer"),
+        ("message", "{not json", 1, "bad JSON in entry data"),
+    ],
+)
+async def test_a_bad_entry_names_session_seq_and_problem(
+    tmp_path: Path, kind: str, data: str, version: int, problem: str
+) -> None:
+    path = tmp_path / "a.db"
+    async with pt.open_session_store(path) as store:
+        lease = await store.backend.acquire("s", new_holder("w"))
+        assert not isinstance(lease, str)
+        await store.backend.append(
+            lease, [(1, "run_start", "{}", 1, 1), (2, kind, data, 2, version)]
+        )
+        with pytest.raises(pt.SessionLogError) as caught:
+            await store.load("s")
+        assert (caught.value.session_id, caught.value.seq) == ("s", 2)
+        assert problem in caught.value.problem and "session 's', entry seq 2" in str(caught.value)
+        await store.backend.release(lease)
+        with pytest.raises(pt.SessionLogError, match=problem):
+            async with store.open_agent("s"):
+                pass
+    db = sqlite3.connect(path)  # nothing overwritten or dropped
+    assert db.execute("SELECT seq, kind, data FROM pi_trio_entries").fetchall() == [
+        (1, "run_start", "{}"),
+        (2, kind, data),
+    ]
+    db.close()
+
+
+async def test_a_message_entry_that_is_not_pi_json_is_refused(tmp_path: Path) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        lease = await store.backend.acquire("s", new_holder("w"))
+        assert not isinstance(lease, str)
+        bad = json.dumps({"role": "assistant", "content": "not a list"})
+        await store.backend.append(lease, [(1, "message", bad, 1, 1)])
+        await store.backend.release(lease)
+        with pytest.raises(pt.SessionLogError, match="entry seq 1: not a pi message"):
+            async with store.open_agent("s"):
+                pass
+
+
+async def test_a_duplicate_seq_fails_alone_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    async with pt.open_session_store(path) as store:
+        backend = store.backend
+        leases = [await backend.acquire(name, new_holder(name)) for name in ("one", "two", "x")]
+        one, two, other = leases
+        assert not isinstance(one, str) and not isinstance(two, str)
+        assert not isinstance(other, str)
+        await backend.append(one, [(1, "run_start", "{}", 1, 1)])
+        blocker = sqlite3.connect(path)
+        blocker.execute("BEGIN IMMEDIATE")  # the store's thread waits on this lock...
+
+        async def dup() -> None:
+            with pytest.raises(sqlite3.IntegrityError):
+                await backend.append(one, [(2, "run_end", "{}", 2, 1), (1, "run_end", "{}", 2, 1)])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(backend.append, other, [(1, "run_start", "{}", 3, 1)])
+            await trio.sleep(0.1)
+            nursery.start_soon(dup)  # ...while these two queue up: one group commit
+            nursery.start_soon(backend.append, two, [(1, "run_start", "{}", 3, 1)])
+            await trio.sleep(0.1)
+            blocker.rollback()
+            blocker.close()
+        assert [(e.seq, e.kind) for e in await store.load("one")] == [(1, "run_start")]
+        assert [(e.seq, e.kind) for e in await store.load("two")] == [(1, "run_start")]
+
+
+def _store_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("pi_trio sessions")]
+
+
+async def test_no_thread_outlives_the_store_and_a_cancelled_open_frees_the_session(
+    tmp_path: Path,
+) -> None:
+    assert _store_threads() == []
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        assert _store_threads() == ["pi_trio sessions a.db"]
+        with trio.CancelScope() as scope:
+            scope.cancel()  # cancelled while taking the lease and reading the log
+            async with store.open_agent("s"):
+                pytest.fail("the block must not run")  # pragma: no cover
+        async with store.open_agent("s"):  # the session was given back
+            pass
+        with trio.move_on_after(0.01):
+            async with store.open_agent("t"):
+                await trio.sleep_forever()  # cancelled inside the block
+        async with store.open_agent("t"):
+            pass
+        assert [i.holder for i in await store.list_sessions()] == [None, None]
+    assert _store_threads() == []
+
+
+async def test_a_block_left_by_a_cancellation_still_commits_what_was_noted(
+    tmp_path: Path,
+) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        with trio.move_on_after(0.01):
+            async with store.open_agent("s") as agent:
+                agent.follow_up("do not forget me")
+                await trio.sleep_forever()
+        async with store.open_agent("s") as agent:
+            assert agent.has_queued_messages()
