@@ -15,7 +15,7 @@ Trio tasks of the same run (from a thread: ``trio.from_thread.run_sync(agent.ste
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import cast
 
@@ -23,17 +23,14 @@ import attrs
 import trio
 
 from .._errors import AgentBusyError, ContinueError
-from ..events import BudgetReached
 from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
     FinishTurn,
     GetApiKey,
-    GetMessages,
     PrepareNextTurn,
     PrepareRequest,
     ShouldStopAfterTurn,
-    ShouldStopAfterTurnContext,
     ToolExecution,
     TransformContext,
     run_agent_loop,
@@ -42,13 +39,14 @@ from ..loop import (
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
-from ._budgets import Budgets, budget_text
+from ._budgets import Budgets
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._queues import Queues
 from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
+from ._tasks import inside
 
 __all__ = ["Agent", "Listener"]
 
@@ -61,16 +59,6 @@ BUSY_PROMPT = (
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
 NOTHING_TO_CONTINUE = "No messages to continue from"
 CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
-
-
-def _flushed_first(
-    recorder: Recorder, drain: Callable[[], list[AgentMessage]]
-) -> Callable[[], Awaitable[list[AgentMessage]]]:
-    async def drain_durable() -> list[AgentMessage]:
-        await recorder.flush()
-        return drain()
-
-    return drain_durable
 
 
 def _as_message(message: AgentMessage | str) -> AgentMessage:
@@ -414,55 +402,18 @@ class Agent:
             await trio.lowlevel.checkpoint()
 
     def _inside_run(self) -> bool:
-        """Is the current task the run's, or a task of a nursery opened during the run?
-
-        (A task of a nursery the caller opened *around* ``prompt()`` is not inside it.)
-        """
-        task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
-        while task is not None:
-            if task is self._run_task:
-                return True
-            nursery = task.parent_nursery
-            if nursery is None:
-                return False
-            if nursery.parent_task is self._run_task:
-                return nursery not in self._outer_nurseries
-            task = nursery.parent_task
-        return False
+        run_task = self._run_task
+        return run_task is not None and inside(run_task, self._outer_nurseries)
 
     def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
         state = self._state
-        skip = skip_initial_steering_poll
-        drain_steering = self._queues.drainer("steer")
+        get_steering, get_follow_ups = self._queues.pollers(
+            skip_first_steering_poll=skip_initial_steering_poll
+        )
 
-        recorder = self.recorder
-
-        def get_steering_messages() -> list[AgentMessage]:
-            nonlocal skip
-            if skip:
-                skip = False
-                return []
-            return drain_steering()
-
-        drain_follow_ups = self._queues.drainer("follow_up")
-        get_follow_ups: GetMessages = drain_follow_ups
-        get_steering: GetMessages = get_steering_messages
-        if recorder is not None:  # a queued message is durable before a run takes it
-            get_steering = _flushed_first(recorder, get_steering_messages)
-            get_follow_ups = _flushed_first(recorder, drain_follow_ups)
-
-        should_stop = self.should_stop_after_turn
-        if self.budgets.any:
-            delivery = self._delivery
-
-            def reached(notice: BudgetReached) -> None:
-                state.error_message = budget_text(notice)  # before agent_end is delivered
-                delivery.offer(notice)
-
-            def would_continue(ctx: ShouldStopAfterTurnContext) -> bool:
-                return bool(ctx.tool_results) or self.has_queued_messages()
-
-            should_stop = self.budgets.guard(should_stop, reached, would_continue)
+        should_stop = self.budgets.should_stop(
+            self.should_stop_after_turn, state, self._delivery, self.has_queued_messages
+        )
 
         options = self.stream_options
         reasoning = None if state.thinking_level == "off" else state.thinking_level

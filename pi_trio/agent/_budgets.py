@@ -19,6 +19,8 @@ from .._callbacks import call_maybe_async
 from ..events import BudgetReached
 from ..loop import ShouldStopAfterTurn, ShouldStopAfterTurnContext
 from ..messages import AssistantMessage
+from ._delivery import Delivery
+from ._state import AgentState
 
 __all__ = ["Budgets"]
 
@@ -50,6 +52,28 @@ class Budgets:
             limit is not None
             for limit in (self.max_turns, self.max_tool_calls, self.max_total_tokens, self.max_cost)
         )
+
+    def should_stop(
+        self,
+        user_hook: ShouldStopAfterTurn | None,
+        state: AgentState,
+        delivery: Delivery,
+        has_queued_messages: Callable[[], bool],
+    ) -> ShouldStopAfterTurn | None:
+        """The agent's ``should_stop_after_turn`` for one run: the user's hook, guarded by the
+        budgets when any is set (the reason goes to ``state.error_message`` before
+        ``agent_end``, the notice to the ``events()`` channels)."""
+        if not self.any:
+            return user_hook
+
+        def reached(notice: BudgetReached) -> None:
+            state.error_message = budget_text(notice)
+            delivery.offer(notice)
+
+        def would_continue(ctx: ShouldStopAfterTurnContext) -> bool:
+            return bool(ctx.tool_results) or has_queued_messages()
+
+        return self.guard(user_hook, reached, would_continue)
 
     def guard(
         self,

@@ -8,13 +8,16 @@ cleared and refilled, so its log stays a plain sequence of puts and clears.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
+from .._callbacks import call_maybe_async
 from ..events import QueueUpdate
+from ..loop import GetMessages
 from ..messages import AgentMessage
 from ._delivery import Delivery
 from ._inbox import Inbox, QueuedMessage, QueueKind, QueueMode, id_counter
+from ._recorder import Recorder
 
 __all__ = ["Queues"]
 
@@ -84,7 +87,41 @@ class Queues:
 
         return drain
 
+    def pollers(self, *, skip_first_steering_poll: bool = False) -> tuple[GetMessages, GetMessages]:
+        """The loop's ``get_steering_messages`` and ``get_follow_up_messages`` for one run.
+
+        With a recorder, each poll first awaits its ``flush()``: a queued message is durable
+        before a run can take it. ``skip_first_steering_poll``: the run's first steering poll
+        takes nothing (``continue_()`` already took its prompt from that queue).
+        """
+        skip = skip_first_steering_poll
+        drain_steering = self.drainer("steer")
+
+        def get_steering_messages() -> list[AgentMessage]:
+            nonlocal skip
+            if skip:
+                skip = False
+                return []
+            return drain_steering()
+
+        get_steering: GetMessages = get_steering_messages
+        get_follow_ups: GetMessages = self.drainer("follow_up")
+        recorder = self._delivery.recorder
+        if recorder is not None:
+            get_steering = _flushed_first(recorder, get_steering)
+            get_follow_ups = _flushed_first(recorder, get_follow_ups)
+        return get_steering, get_follow_ups
+
     def _notify(self, kind: QueueKind, change: Change) -> None:
         delivery = self._delivery
         if delivery.subscriptions:
             delivery.offer(QueueUpdate(kind, change, self.inbox(kind).snapshot()))
+
+
+def _flushed_first(recorder: Recorder, drain: GetMessages) -> GetMessages:
+    async def drain_durable() -> Sequence[AgentMessage]:
+        await recorder.flush()
+        taken: Sequence[AgentMessage] = await call_maybe_async(drain)
+        return taken
+
+    return drain_durable
