@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._version import __version__
+from ._interrupt import INTERRUPTED, run_interruptible
 from ._models import SCRIPTED, CliError, resolve_model
 
 if TYPE_CHECKING:
@@ -105,15 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pi-trio`` command line; returns the process exit status."""
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    """Run the ``pi-trio`` command line; returns the process exit status.
+
+    Ctrl-C ends every command the same way: a run in progress is aborted (its transcript
+    closed in pi's aborted shape), one line goes to stderr (``chat`` says bye on its output
+    instead), and the status is 130.
+    """
     try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         return _dispatch(args)
     except CliError as exc:
         print(f"pi-trio: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # before the command's own SIGINT handling is in place
+        print("pi-trio: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -130,7 +137,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ._demo import run_demo
 
         model = None if args.model in (None, SCRIPTED) else resolve_model(args.model)
-        result = trio.run(lambda: run_demo(model=model, token_delay=args.delay))
+        result = run_interruptible(lambda: run_demo(model=model, token_delay=args.delay))
+        if isinstance(result, int):
+            return result
         return 0 if not result.problems else 1
 
     make_agent = agent_factory(
@@ -139,29 +148,40 @@ def _dispatch(args: argparse.Namespace) -> int:
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
     )
     if args.command == "chat":
-        return trio.run(_chat, make_agent, args.mcp, args.mcp_url)
+        return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url))
     if args.command == "rpc":
         from ._rpc import run_stdio
 
-        trio.run(run_stdio, make_agent)
-        return 0
+        return run_interruptible(lambda: run_stdio(make_agent)) or 0
     if args.command == "serve":
-        return trio.run(_serve, make_agent, args.host, args.port)
+        return run_interruptible(lambda: _serve(make_agent, args.host, args.port))
     raise AssertionError(args.command)
 
 
 def _proxy(host: str, port: int, token: str | None) -> int:
+    import os
+
     from .._errors import PiError
-    from ..proxy import run_proxy_server
+    from ..proxy import TOKEN_ENV_VAR, ProxyServer
 
-    def ready(url: str) -> None:
-        print(f"listening on {url}", flush=True)
-
+    token = token or os.environ.get(TOKEN_ENV_VAR, "")
+    if not token:
+        raise CliError(
+            f"the proxy needs a bearer token for its clients: pass --token TOKEN "
+            f"or set {TOKEN_ENV_VAR}"
+        )
     try:
-        run_proxy_server(host, port, token, on_ready=ready)
+        server = ProxyServer(token=token, host=host, port=port)
     except PiError as exc:
         raise CliError(str(exc)) from None
-    return 0
+
+    async def serve() -> int:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(server.serve)
+            print(f"listening on {url}", flush=True)
+        return 0
+
+    return run_interruptible(serve)
 
 
 async def _chat(make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[str]) -> int:
