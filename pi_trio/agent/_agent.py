@@ -40,7 +40,7 @@ from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._delivery import Delivery, Listener
 from ._inbox import Inbox, QueueMode
 from ._recorder import Recorder
-from ._state import AgentState
+from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 
 __all__ = ["Agent", "Listener"]
@@ -48,12 +48,16 @@ __all__ = ["Agent", "Listener"]
 logger = logging.getLogger("pi_trio.agent")
 
 BUSY_PROMPT = (
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
     "or wait for completion."
 )
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
 NOTHING_TO_CONTINUE = "No messages to continue from"
 CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
+NO_MODEL = (
+    "the agent has no model: create it with pt.Agent(pt.AgentState(model=pt.get_model("
+    "'anthropic', 'claude-sonnet-4-5'))), or set agent.state.model, before prompting"
+)
 
 
 def _flushed_first(
@@ -283,7 +287,8 @@ class Agent:
 
         Raises:
             AgentBusyError: a run is active.
-            ValueError: ``images`` given with a message instead of a text.
+            ValueError: ``images`` given with a message instead of a text; or no model set
+                (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``.
             KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
                 was closed; plain, never in an exception group.
         """
@@ -299,6 +304,7 @@ class Agent:
                 messages = list(input)
             else:
                 messages = [cast(AgentMessage, input)]
+        self._check_model()
         await self._run(messages, task_status=task_status)
 
     async def continue_(
@@ -311,11 +317,13 @@ class Agent:
 
         Raises:
             AgentBusyError: a run is active.
+            ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: nothing to continue from (an empty transcript, or an assistant tail
                 with nothing queued); pi's texts.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_CONTINUE)
+        self._check_model()
         messages = self._state.messages
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
@@ -330,6 +338,15 @@ class Agent:
                 return
             raise ContinueError(CONTINUE_FROM_ASSISTANT)
         await self._run(None, task_status=task_status)
+
+    def _check_model(self) -> None:
+        """Refuse to run on pi's placeholder model with the default ``stream_fn``.
+
+        With a custom ``stream_fn`` the placeholder is allowed (pi allows it: that function
+        may not look at the model at all).
+        """
+        if self.stream_fn is None and self._state.model == DEFAULT_MODEL:
+            raise ValueError(NO_MODEL)
 
     def abort(self) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle).

@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 __all__ = ["CliError", "build_parser", "main"]
 
 
+DELAY = 0.02
+"""Default ``--delay`` of every command (seconds per streamed word of the scripted model)."""
+SERVE_PORT = 8765
+PROXY_PORT = 8787
+"""Default ports: every server command has one, and ``--port 0`` picks any free port."""
+
+
 def _delay(value: str) -> float:
     seconds = float(value)
     if not 0 <= seconds <= 10:
@@ -62,14 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help=f"scripted model only: pause before each streamed word (default {delay})",
         )
+        sub.add_argument(
+            "--base-url",
+            metavar="URL",
+            help="the model's server instead of its provider's (e.g. http://host:11434/v1)",
+        )
 
     demo = commands.add_parser(
         "demo", help="a short scripted session: streaming, parallel tools, steering, abort"
     )
-    model_options(demo, None, 0.015)
+    model_options(demo, None, DELAY)
 
     chat = commands.add_parser("chat", help="an interactive chat with example tools")
-    model_options(chat, SCRIPTED, 0.03)
+    model_options(chat, SCRIPTED, DELAY)
     chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
     chat.add_argument(
         "--mcp", action="append", default=[], metavar="'CMD ARGS'",
@@ -81,11 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
 
     rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
-    model_options(rpc, SCRIPTED, 0.02)
+    model_options(rpc, SCRIPTED, DELAY)
 
     serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
-    model_options(serve, SCRIPTED, 0.02)
-    serve.add_argument("--port", type=_port, required=True, help="TCP port (0: any free port)")
+    model_options(serve, SCRIPTED, DELAY)
+    serve.add_argument(
+        "--port", type=_port, default=SERVE_PORT,
+        help=f"TCP port (default {SERVE_PORT}; 0: any free port)",
+    )  # fmt: skip
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
@@ -93,8 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     proxy = commands.add_parser(
         "proxy", help="a model proxy holding the provider keys (pi's streamProxy protocol)"
     )
-    proxy.add_argument("--port", type=_port, default=8787, help="TCP port (default 8787)")
-    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    proxy.add_argument(
+        "--port", type=_port, default=PROXY_PORT,
+        help=f"TCP port (default {PROXY_PORT}; 0: any free port)",
+    )  # fmt: skip
+    proxy.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
     proxy.add_argument(
         "--token",
         help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
@@ -136,16 +156,26 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from ._demo import run_demo
 
-        model = None if args.model in (None, SCRIPTED) else resolve_model(args.model)
+        if args.model in (None, SCRIPTED) and args.base_url is not None:
+            raise CliError("--base-url is for a real model (--model provider/id)")
+        model = None if args.model in (None, SCRIPTED) else resolve_model(args.model, args.base_url)
         result = run_interruptible(lambda: run_demo(model=model, token_delay=args.delay))
         if isinstance(result, int):
             return result
+        if result.every_request_failed:
+            print(
+                f"pi-trio: error: every request to {result.model} failed; the first: "
+                f"{result.model_errors[0][:300]}",
+                file=sys.stderr,
+            )
+            return 1
         return 0 if not result.problems else 1
 
     make_agent = agent_factory(
         args.model,
         token_delay=args.delay,
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
+        base_url=args.base_url,
     )
     if args.command == "chat":
         return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url))

@@ -63,10 +63,13 @@ async def _watch(
     scope: trio.CancelScope,
     interrupted: _Interrupted,
 ) -> None:
-    async for _ in signals:
-        if interrupted.value:  # a second Ctrl-C: the clean-up is taking too long
-            sys.stderr.write("pi-trio: interrupted again; exiting now\n")
-            sys.stderr.flush()
-            os._exit(INTERRUPTED)
-        interrupted.value = True
-        scope.cancel()
+    try:
+        async for _ in signals:
+            if interrupted.value:  # a second Ctrl-C: the clean-up is taking too long
+                sys.stderr.write("pi-trio: interrupted again; exiting now\n")
+                sys.stderr.flush()
+                os._exit(INTERRUPTED)
+            interrupted.value = True
+            scope.cancel()
+    except RuntimeError:  # the command ended (e.g. raised) before this task first ran
+        return

@@ -35,8 +35,9 @@ class JsonLinesClient:
         line = await self.lines.receive_line()
         assert line is not None, "the server closed the connection"
         item = json.loads(line)
-        if item["type"] not in ("response", "error"):
-            pt.from_json(item, pt.AgentEvent)  # every event is pi's JSON
+        compact = item["type"] == "message_update" and "message" not in item
+        if item["type"] not in ("response", "error") and not compact:
+            pt.from_json(item, pt.AgentEvent)  # every event is pi's JSON (but compact updates)
         self.seen.append(item)
         return item  # type: ignore[no-any-return]
 

@@ -91,3 +91,13 @@ def test_chat_at_the_prompt_says_bye_on_its_output() -> None:
     assert code == 130
     assert proc.text.rstrip().endswith("[Ctrl-C: bye]")
     assert proc.error_text == ""
+
+
+def test_a_command_that_fails_at_once_raises_its_own_error() -> None:
+    from pi_trio.cli._interrupt import run_interruptible
+
+    async def fails() -> None:
+        raise TypeError("bad factory")  # before the signal watcher's first step
+
+    with pytest.raises(TypeError, match="bad factory"):
+        run_interruptible(fails)
