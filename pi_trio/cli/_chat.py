@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TextIO
 
 import trio
@@ -122,11 +122,10 @@ class ChatSession:
             self._exit_scope.cancel()
         return True
 
-    async def _watch_interrupts(self) -> None:
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
-            async for _ in signals:
-                if self.interrupt():
-                    return
+    async def _watch_interrupts(self, signals: AsyncIterator[int]) -> None:
+        async for _ in signals:
+            if self.interrupt():
+                return
 
     async def run(self, *, handle_signals: bool = True) -> int:
         """Chat until the user leaves; returns the exit status (0, or 130 after Ctrl-C)."""
@@ -134,12 +133,19 @@ class ChatSession:
         self.printer.line(self.style.bold(f"pi-trio chat with {model.provider}/{model.id}"))
         self.printer.line(self.style.dim(HELP))
         try:
-            async with trio.open_nursery() as nursery:
-                self._exit_scope = nursery.cancel_scope
-                if handle_signals:
-                    nursery.start_soon(self._watch_interrupts)
-                await self._loop()
-                nursery.cancel_scope.cancel()
+            # the receiver is in place before the first prompt is shown, so no Ctrl-C misses it
+            with contextlib.ExitStack() as stack:
+                signals = (
+                    stack.enter_context(trio.open_signal_receiver(signal.SIGINT))
+                    if handle_signals
+                    else None
+                )
+                async with trio.open_nursery() as nursery:
+                    self._exit_scope = nursery.cancel_scope
+                    if signals is not None:
+                        nursery.start_soon(self._watch_interrupts, signals)
+                    await self._loop()
+                    nursery.cancel_scope.cancel()
         finally:
             if self._stdin is not None:
                 self._stdin.restore()
@@ -150,6 +156,8 @@ class ChatSession:
             self.printer.line()
             self.printer.write(self.style.bold("you> "))
             line = await self.read_line()
+            if self.interrupted:  # Ctrl-C came while the line was being read
+                return
             if line is None:
                 self.printer.line(self.style.dim("[end of input: bye]"))
                 return
