@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -43,19 +44,28 @@ def _installed() -> tuple[str, set[str]]:
 def ensure_env(extras: tuple[str, ...] = ("dev",)) -> None:
     """Create the virtualenv and (re)install the project when pyproject.toml changed or an
     extra it needs now (``docs``) was not installed yet."""
+    started = time.monotonic()
     if not (BIN / "python").exists():
-        print(f"creating virtualenv in {VENV}", flush=True)
+        print(f"first run: creating a virtualenv in {VENV} (a few seconds)", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     installed_digest, installed_extras = _installed()
     if installed_digest == digest and installed_extras.issuperset(extras):
         return
     wanted = sorted(set(extras) | (installed_extras if installed_digest == digest else set()))
-    print(f"installing pi_trio[{','.join(wanted)}] into the virtualenv", flush=True)
+    print(
+        f"installing pi_trio[{','.join(wanted)}] and its dependencies (trio, httpx, attrs, "
+        f"cattrs, jsonschema{', pytest, ruff, mypy' if 'dev' in wanted else ''}...) with pip; "
+        "this usually takes 15-60 s, once: later runs skip it until pyproject.toml changes",
+        flush=True,
+    )
+    print("  upgrading pip...", flush=True)
     subprocess.run([_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    print("  installing the packages...", flush=True)
     target = f"{ROOT}[{','.join(wanted)}]"
     subprocess.run([_python(), "-m", "pip", "install", "-q", "-e", target], check=True)
     STAMP.write_text(json.dumps({"digest": digest, "extras": wanted}))
+    print(f"  done in {time.monotonic() - started:.0f} s", flush=True)
 
 
 def run(*args: str) -> int:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from ._agent import (
-    BUSY_CONTINUE,
-    BUSY_PROMPT,
-    CONTINUE_FROM_ASSISTANT,
-    NOTHING_TO_CONTINUE,
-    Agent,
-    Listener,
-)
+from ._agent import Agent, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._recorder import QueueKind, Recorder
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
+from ._texts import BUSY_CONTINUE, BUSY_PROMPT, CONTINUE_FROM_ASSISTANT, NOTHING_TO_CONTINUE
 
 __all__ = [
     "BUSY_CONTINUE",

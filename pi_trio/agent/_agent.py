@@ -44,27 +44,21 @@ from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._queues import Queues
 from ._recorder import Recorder
-from ._state import AgentState
+from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 from ._tasks import inside
+from ._texts import (
+    BUSY_CONTINUE,
+    BUSY_PROMPT,
+    CONTINUE_FROM_ASSISTANT,
+    NO_MODEL,
+    NOTHING_TO_CONTINUE,
+    as_message,
+)
 
 __all__ = ["Agent", "Listener"]
 
 logger = logging.getLogger("pi_trio.agent")
-
-BUSY_PROMPT = (
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
-    "or wait for completion."
-)
-BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
-NOTHING_TO_CONTINUE = "No messages to continue from"
-CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
-
-
-def _as_message(message: AgentMessage | str) -> AgentMessage:
-    if isinstance(message, str):
-        return UserMessage([TextContent(message)])
-    return message
 
 
 class Agent:
@@ -182,12 +176,12 @@ class Agent:
     def steer(self, message: AgentMessage | str) -> QueuedMessage:
         """Queue a message to inject after the current turn (never mid-turn); returns its
         queue record (its ``id`` works with :meth:`remove_queued`, :meth:`replace_queued`)."""
-        return self._queues.put("steer", _as_message(message))
+        return self._queues.put("steer", as_message(message))
 
     def follow_up(self, message: AgentMessage | str) -> QueuedMessage:
         """Queue a message to run only once the agent would otherwise stop; returns its queue
         record."""
-        return self._queues.put("follow_up", _as_message(message))
+        return self._queues.put("follow_up", as_message(message))
 
     def clear_steering_queue(self) -> None:
         self._queues.clear("steer")
@@ -219,7 +213,7 @@ class Agent:
         Raises:
             KeyError: nothing with that id is queued (a run may have taken it already).
         """
-        self._queues.edit(item_id, _as_message(message))
+        self._queues.edit(item_id, as_message(message))
 
     def clear_all_queues(self) -> None:
         self.clear_steering_queue()
@@ -322,7 +316,8 @@ class Agent:
 
         Raises:
             AgentBusyError: a run is active.
-            ValueError: ``images`` given with a message instead of a text.
+            ValueError: ``images`` given with a message instead of a text; or no model set
+                (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``.
             KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
                 was closed; plain, never in an exception group.
         """
@@ -338,6 +333,7 @@ class Agent:
                 messages = list(input)
             else:
                 messages = [cast(AgentMessage, input)]
+        self._check_model()
         await self._run(messages, task_status=task_status)
 
     async def continue_(
@@ -350,11 +346,13 @@ class Agent:
 
         Raises:
             AgentBusyError: a run is active.
+            ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: nothing to continue from (an empty transcript, or an assistant tail
                 with nothing queued); pi's texts.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_CONTINUE)
+        self._check_model()
         messages = self._state.messages
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
@@ -371,6 +369,15 @@ class Agent:
                 return
             raise ContinueError(CONTINUE_FROM_ASSISTANT)
         await self._run(None, task_status=task_status)
+
+    def _check_model(self) -> None:
+        """Refuse to run on pi's placeholder model with the default ``stream_fn``.
+
+        With a custom ``stream_fn`` the placeholder is allowed (pi allows it: that function
+        may not look at the model at all).
+        """
+        if self.stream_fn is None and self._state.model == DEFAULT_MODEL:
+            raise ValueError(NO_MODEL)
 
     def abort(self, *, clear_queues: bool = False) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle).

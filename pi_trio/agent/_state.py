@@ -40,7 +40,32 @@ DEFAULT_MODEL = Model(
 
 
 def _tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
-    return list(value)
+    """A copy of ``value``, refusing at once any item that is not an :class:`AgentTool`.
+
+    Raises:
+        TypeError: ``value`` is a single tool or a string instead of a list, or one of its
+            items is not an ``AgentTool`` (e.g. a bare function): the message says which and
+            how to make one (``@pt.tool``).
+    """
+    if isinstance(value, AgentTool | str | bytes) or callable(value):
+        raise TypeError(f"tools must be a list of AgentTool, got {_describe(value)}; write [tool]")
+    tools = list(value)
+    for i, item in enumerate(tools):
+        if not isinstance(item, AgentTool):
+            hint = (
+                "decorate it with @pt.tool (or build a pt.AgentTool)"
+                if callable(item)
+                else "give a pt.AgentTool, e.g. a function decorated with @pt.tool"
+            )
+            raise TypeError(f"tools[{i}] is {_describe(item)}, not an AgentTool: {hint}")
+    return tools
+
+
+def _describe(value: object) -> str:
+    name = getattr(value, "__qualname__", None)
+    if callable(value) and isinstance(name, str):
+        return f"the function {name}()" if not isinstance(value, type) else f"the class {name}"
+    return f"a {type(value).__name__}"
 
 
 def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
@@ -79,7 +104,7 @@ class AgentState:
 
     @tools.setter
     def tools(self, value: Iterable[AgentTool]) -> None:
-        self._tools = list(value)
+        self._tools = _tool_list(value)
 
     @property
     def messages(self) -> list[AgentMessage]:

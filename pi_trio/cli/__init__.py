@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._version import __version__
+from ._interrupt import INTERRUPTED, run_interruptible
 from ._models import SCRIPTED, CliError, resolve_model
 from ._sessions import add_session_options, add_sessions_parser
 
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
     from ..agent import Agent
 
 __all__ = ["CliError", "build_parser", "main"]
+
+
+DELAY = 0.02
+"""Default ``--delay`` of every command (seconds per streamed word of the scripted model)."""
+SERVE_PORT = 8765
+PROXY_PORT = 8787
+"""Default ports: every server command has one, and ``--port 0`` picks any free port."""
 
 
 def _delay(value: str) -> float:
@@ -63,14 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help=f"scripted model only: pause before each streamed word (default {delay})",
         )
+        sub.add_argument(
+            "--base-url",
+            metavar="URL",
+            help="the model's server instead of its provider's (e.g. http://host:11434/v1)",
+        )
 
     demo = commands.add_parser(
         "demo", help="a short scripted session: streaming, parallel tools, steering, abort"
     )
-    model_options(demo, None, 0.015)
+    model_options(demo, None, DELAY)
 
     chat = commands.add_parser("chat", help="an interactive chat with example tools")
-    model_options(chat, SCRIPTED, 0.03)
+    model_options(chat, SCRIPTED, DELAY)
     chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
     chat.add_argument(
         "--mcp", action="append", default=[], metavar="'CMD ARGS'",
@@ -83,12 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_session_options(chat)
 
     rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
-    model_options(rpc, SCRIPTED, 0.02)
+    model_options(rpc, SCRIPTED, DELAY)
     add_session_options(rpc)
 
     serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
-    model_options(serve, SCRIPTED, 0.02)
-    serve.add_argument("--port", type=_port, required=True, help="TCP port (0: any free port)")
+    model_options(serve, SCRIPTED, DELAY)
+    serve.add_argument(
+        "--port", type=_port, default=SERVE_PORT,
+        help=f"TCP port (default {SERVE_PORT}; 0: any free port)",
+    )  # fmt: skip
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
     )
@@ -96,8 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     proxy = commands.add_parser(
         "proxy", help="a model proxy holding the provider keys (pi's streamProxy protocol)"
     )
-    proxy.add_argument("--port", type=_port, default=8787, help="TCP port (default 8787)")
-    proxy.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    proxy.add_argument(
+        "--port", type=_port, default=PROXY_PORT,
+        help=f"TCP port (default {PROXY_PORT}; 0: any free port)",
+    )  # fmt: skip
+    proxy.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
     proxy.add_argument(
         "--token",
         help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
@@ -110,15 +131,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pi-trio`` command line; returns the process exit status."""
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    """Run the ``pi-trio`` command line; returns the process exit status.
+
+    Ctrl-C ends every command the same way: a run in progress is aborted (its transcript
+    closed in pi's aborted shape), one line goes to stderr (``chat`` says bye on its output
+    instead), and the status is 130.
+    """
     try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
         return _dispatch(args)
     except CliError as exc:
         print(f"pi-trio: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # before the command's own SIGINT handling is in place
+        print("pi-trio: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -138,14 +165,26 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from ._demo import run_demo
 
-        model = None if args.model in (None, SCRIPTED) else resolve_model(args.model)
-        result = trio.run(lambda: run_demo(model=model, token_delay=args.delay))
+        if args.model in (None, SCRIPTED) and args.base_url is not None:
+            raise CliError("--base-url is for a real model (--model provider/id)")
+        model = None if args.model in (None, SCRIPTED) else resolve_model(args.model, args.base_url)
+        result = run_interruptible(lambda: run_demo(model=model, token_delay=args.delay))
+        if isinstance(result, int):
+            return result
+        if result.every_request_failed:
+            print(
+                f"pi-trio: error: every request to {result.model} failed; the first: "
+                f"{result.model_errors[0][:300]}",
+                file=sys.stderr,
+            )
+            return 1
         return 0 if not result.problems else 1
 
     make_agent = agent_factory(
         args.model,
         token_delay=args.delay,
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
+        base_url=args.base_url,
     )
     if args.command == "chat":
         if args.session:
@@ -154,7 +193,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return run_durable(
                 args, make_agent, lambda factory: _chat(factory, args.mcp, args.mcp_url)
             )
-        return trio.run(_chat, make_agent, args.mcp, args.mcp_url)
+        return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url))
     if args.command == "rpc":
         from ._rpc import run_stdio
 
@@ -162,25 +201,36 @@ def _dispatch(args: argparse.Namespace) -> int:
             from ._sessions import run_durable
 
             return run_durable(args, make_agent, run_stdio)
-        trio.run(run_stdio, make_agent)
-        return 0
+        return run_interruptible(lambda: run_stdio(make_agent)) or 0
     if args.command == "serve":
-        return trio.run(_serve, make_agent, args.host, args.port)
+        return run_interruptible(lambda: _serve(make_agent, args.host, args.port))
     raise AssertionError(args.command)
 
 
 def _proxy(host: str, port: int, token: str | None) -> int:
+    import os
+
     from .._errors import PiError
-    from ..proxy import run_proxy_server
+    from ..proxy import TOKEN_ENV_VAR, ProxyServer
 
-    def ready(url: str) -> None:
-        print(f"listening on {url}", flush=True)
-
+    token = token or os.environ.get(TOKEN_ENV_VAR, "")
+    if not token:
+        raise CliError(
+            f"the proxy needs a bearer token for its clients: pass --token TOKEN "
+            f"or set {TOKEN_ENV_VAR}"
+        )
     try:
-        run_proxy_server(host, port, token, on_ready=ready)
+        server = ProxyServer(token=token, host=host, port=port)
     except PiError as exc:
         raise CliError(str(exc)) from None
-    return 0
+
+    async def serve() -> int:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(server.serve)
+            print(f"listening on {url}", flush=True)
+        return 0
+
+    return run_interruptible(serve)
 
 
 async def _chat(make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[str]) -> int:

@@ -8,7 +8,7 @@ from ..agent import Agent, AgentState
 from ..models import Model
 from ..tools import AgentTool
 from ._canned import CannedModel
-from ._models import SCRIPTED, resolve_model
+from ._models import SCRIPTED, CliError, resolve_model
 from ._tools import example_tools
 
 __all__ = ["SYSTEM_PROMPT", "agent_factory", "new_state"]
@@ -25,7 +25,11 @@ def new_state(system_prompt: str, model: Model, tools: Iterable[AgentTool]) -> A
 
 
 def agent_factory(
-    spec: str, *, token_delay: float, system_prompt: str = SYSTEM_PROMPT
+    spec: str,
+    *,
+    token_delay: float,
+    system_prompt: str = SYSTEM_PROMPT,
+    base_url: str | None = None,
 ) -> Callable[[], Agent]:
     """A function making a fresh agent per call, for ``--model spec``.
 
@@ -34,6 +38,8 @@ def agent_factory(
     ``--model`` fails before anything runs (:class:`CliError`).
     """
     if spec == SCRIPTED:
+        if base_url is not None:
+            raise CliError("--base-url is for a real model (--model provider/id)")
 
         def scripted() -> Agent:
             canned = CannedModel(token_delay=token_delay)
@@ -41,7 +47,7 @@ def agent_factory(
             return Agent(state, stream_fn=canned)
 
         return scripted
-    model = resolve_model(spec)
+    model = resolve_model(spec, base_url)
 
     def real() -> Agent:
         return Agent(new_state(system_prompt, model, example_tools()))

@@ -121,6 +121,13 @@ class DemoResult:
     messages_by_role: dict[str, int] = attrs.field(factory=dict)
     text_deltas: int = 0
     elapsed: float = 0.0
+    answers: int = 0
+    model_errors: list[str] = attrs.field(factory=list)
+
+    @property
+    def every_request_failed(self) -> bool:
+        """True when the model never answered: every assistant message is an error."""
+        return bool(self.model_errors) and len(self.model_errors) == self.answers
 
     @property
     def sequential_seconds(self) -> float:
@@ -235,6 +242,11 @@ class _Demo:
         await self.agent.prompt(AFTER)
 
         self.result.messages_by_role = dict(Counter(m.role for m in self.agent.state.messages))
+        answers = [m for m in self.agent.state.messages if isinstance(m, AssistantMessage)]
+        self.result.answers = len(answers)
+        self.result.model_errors = [
+            m.error_message or "error" for m in answers if m.stop_reason == "error"
+        ]
         self.result.elapsed = trio.current_time() - started
         self.summary()
         return self.result

@@ -10,7 +10,10 @@ error; at most ``max_line`` + 2 bytes of it are held in memory.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 import trio
@@ -21,6 +24,7 @@ __all__ = [
     "LineTransport",
     "StdioLines",
     "StreamLines",
+    "ThreadReader",
     "check_line",
 ]
 
@@ -54,9 +58,14 @@ class LineTransport(Protocol):
 
 
 class StreamLines:
-    """Lines over a :class:`trio.abc.Stream`; ``send_line`` calls are serialised."""
+    """Lines over a :class:`trio.abc.Stream`; ``send_line`` calls are serialised.
 
-    def __init__(self, stream: trio.abc.Stream, *, max_line: int = MAX_LINE) -> None:
+    A receive-only stream is fine when ``send_line`` is never called (:class:`StdioLines`).
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream | trio.abc.ReceiveStream, *, max_line: int = MAX_LINE
+    ) -> None:
         self._stream = stream
         self._buffer = bytearray()
         self._scanned = 0  # no newline in self._buffer[:self._scanned]
@@ -95,15 +104,43 @@ class StreamLines:
             self._buffer += chunk
 
     async def send_line(self, data: bytes) -> None:
+        assert isinstance(self._stream, trio.abc.SendStream), "a receive-only stream"
         async with self._send_lock:
             await self._stream.send_all(data + b"\n")
+
+
+class ThreadReader(trio.abc.ReceiveStream):
+    """A receive stream over a blocking ``read(max_bytes)``, run in a worker thread.
+
+    The thread is abandoned on cancellation (``abandon_on_cancel=True``): it works for every
+    kind of input (pipes, terminals, regular files) and cancels at once. On the process's
+    stdin it reads the file descriptor with ``os.read``, never through ``sys.stdin.buffer``: an
+    abandoned thread blocked inside the buffered reader holds its lock, and the interpreter
+    aborts at exit ("could not acquire lock ... daemon threads") when it finds it held. Bytes
+    an abandoned read returns later are lost, so cancel a reader only when done with it.
+    """
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self._read = read
+
+    @classmethod
+    def stdin(cls) -> ThreadReader:
+        """A reader of file descriptor 0 (no Python-level buffer, no lock)."""
+        return cls(functools.partial(os.read, 0))
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await trio.to_thread.run_sync(self._read, max_bytes or 65536, abandon_on_cancel=True)
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
 
 
 class StdioLines:
     """Lines over the process's stdin/stdout (pipes, files or a terminal).
 
-    Reading happens in a worker thread (``abandon_on_cancel=True``), which works for every
-    kind of stdin, regular files included; writing is a short blocking write and flush.
+    Reading goes through a :class:`ThreadReader` (``stdin``'s ``read1``, or file descriptor 0
+    by default) and the same framing as :class:`StreamLines`; writing is a short blocking
+    write and flush.
     """
 
     def __init__(
@@ -113,26 +150,12 @@ class StdioLines:
         *,
         max_line: int = MAX_LINE,
     ) -> None:
-        self._stdin = stdin if stdin is not None else sys.stdin.buffer
+        reader = ThreadReader.stdin() if stdin is None else ThreadReader(stdin.read1)  # type: ignore[attr-defined]
+        self._lines = StreamLines(reader, max_line=max_line)
         self._stdout = stdout if stdout is not None else sys.stdout.buffer
-        self._max_line = max_line
 
     async def receive_line(self) -> bytes | None:
-        line = await trio.to_thread.run_sync(self._read, abandon_on_cancel=True)
-        if line is None:
-            return None
-        return check_line(line, self._max_line)
-
-    def _read(self) -> bytes | None:
-        line = self._stdin.readline(self._max_line + 2)  # room for the limit and "\r\n"
-        if not line:
-            return None
-        if len(line) > self._max_line + 1 and not line.endswith(b"\n"):
-            while True:  # too long even without a "\r": skip the rest of it
-                rest = self._stdin.readline(65536)
-                if not rest or rest.endswith(b"\n"):
-                    break
-        return line
+        return await self._lines.receive_line()
 
     async def send_line(self, data: bytes) -> None:
         self._stdout.write(data + b"\n")

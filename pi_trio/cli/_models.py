@@ -5,16 +5,20 @@ from __future__ import annotations
 import attrs
 
 from .._errors import PiError
-from ..models import ENV_API_KEYS, Model, get_env_api_key, get_model
+from ..models import ENV_API_KEYS, Model, get_env_api_key, get_model, list_models
 from ..providers import StreamFn
 
-__all__ = ["SCRIPTED", "CliError", "ModelChoice", "resolve_model"]
+__all__ = ["ANY_ID", "SCRIPTED", "CliError", "ModelChoice", "resolve_model"]
 
 SCRIPTED = "faux"
 """The ``--model`` value that selects the built-in scripted model (no key, no network)."""
 
 # Providers that run on this machine and need no key.
 _KEYLESS = frozenset({"ollama", "faux"})
+
+ANY_ID = frozenset({"ollama", "openrouter", "groq"})
+"""Providers whose servers take any model id (local servers, routers): ``--model`` accepts an
+id the registry does not list, with the settings of that provider's listed model."""
 
 
 class CliError(PiError):
@@ -37,8 +41,12 @@ class ModelChoice:
         return f"{self.model.provider}/{self.model.id}"
 
 
-def resolve_model(spec: str) -> Model:
-    """The registry model named ``provider/id``, checked for an API key.
+def resolve_model(spec: str, base_url: str | None = None) -> Model:
+    """The model named ``provider/id``, checked for an API key.
+
+    For the providers of :data:`ANY_ID` an id the registry does not list is accepted (its
+    provider's listed model with that id). ``base_url`` replaces the model's server
+    (``http://host:11434/v1`` for an Ollama elsewhere, say).
 
     Raises :class:`CliError` with a message that says what to do (unknown model, missing key).
     """
@@ -51,7 +59,14 @@ def resolve_model(spec: str) -> Model:
     try:
         model = get_model(provider, model_id)
     except PiError as exc:
-        raise CliError(str(exc)) from None
+        templates = list_models(provider) if provider in ANY_ID else []
+        if not templates:
+            raise CliError(str(exc)) from None
+        model = attrs.evolve(templates[0], id=model_id, name=model_id)
+    if base_url is not None:
+        if not base_url.startswith(("http://", "https://")):
+            raise CliError(f"--base-url wants an http:// or https:// URL, got {base_url!r}")
+        model = attrs.evolve(model, base_url=base_url.rstrip("/"))
     if model.provider not in _KEYLESS and get_env_api_key(model.provider) is None:
         names = " or ".join(ENV_API_KEYS.get(model.provider, ())) or "an API key variable"
         raise CliError(f"{spec} needs an API key: set {names} in the environment")

@@ -16,6 +16,8 @@ line to its client when one can still be written and an ERROR record on the
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import logging
@@ -34,7 +36,9 @@ from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
 
 __all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
 
-COMMANDS = ("abort", "follow_up", "get_state", "prompt", "reset", "steer")
+COMMANDS = ("abort", "configure", "follow_up", "get_state", "prompt", "reset", "steer")
+UPDATE_SHAPES = ("full", "compact")
+"""``message_update`` lines: pi's shape (the whole partial message, twice) or only the delta."""
 
 logger = logging.getLogger("pi_trio.cli")
 
@@ -60,9 +64,22 @@ def decode(line: bytes) -> Any:
     return json.loads(line, parse_constant=_reject_constant)
 
 
+def compact_update(line: dict[str, Any]) -> dict[str, Any]:
+    """A ``message_update`` line without the partial message it repeats (twice) in pi's shape.
+
+    ``{"type": "message_update", "assistantMessageEvent": {"type": "text_delta",
+    "contentIndex": 0, "delta": "..."}}``: a client rebuilds the message from the deltas, or
+    takes it whole from ``message_end``.
+    """
+    event = {k: v for k, v in line["assistantMessageEvent"].items() if k != "partial"}
+    return {"type": "message_update", "assistantMessageEvent": event}
+
+
 def _message(value: Any, field: str) -> str | AgentMessage:
     """A message field: plain text, or a message object in pi's JSON."""
     if isinstance(value, str):
+        if not value.strip():
+            raise CommandError(f"{field}: empty; send some text or a message object")
         return value
     if isinstance(value, dict):
         try:
@@ -103,6 +120,7 @@ class RpcSession:
         self._run_scope: trio.CancelScope | None = None
         self._run_done: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
+        self.update_shape = "full"
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "prompt": self._prompt,
             "steer": self._steer,
@@ -110,6 +128,7 @@ class RpcSession:
             "abort": self._abort,
             "get_state": self._get_state,
             "reset": self._reset,
+            "configure": self._configure,
         }
 
     @property
@@ -121,7 +140,10 @@ class RpcSession:
         await self.transport.send_line(encode(value))
 
     async def _on_event(self, event: AgentEvent) -> None:
-        await self.send(to_json(event))
+        line = to_json(event)
+        if self.update_shape == "compact" and line["type"] == "message_update":
+            line = compact_update(line)
+        await self.send(line)
 
     async def run(self) -> None:
         unsubscribe = self.agent.subscribe(self._on_event)
@@ -203,6 +225,8 @@ class RpcSession:
             raise CommandError("message: required (a string, a message object or a list)")
         prompt: str | AgentMessage | list[AgentMessage]
         if isinstance(raw, list):
+            if not raw:
+                raise CommandError("message: an empty list; send at least one message")
             prompt = []
             for i, item in enumerate(raw):
                 if not isinstance(item, dict):
@@ -243,9 +267,17 @@ class RpcSession:
         images: list[ImageContent] = []
         for i, item in enumerate(raw):
             try:
-                images.append(from_json(item, ImageContent))
+                image: ImageContent = from_json(item, ImageContent)
             except WireFormatError as exc:
                 raise CommandError(f"images[{i}]: {exc}") from None
+            try:
+                base64.b64decode(image.data, validate=True)
+            except binascii.Error:
+                raise CommandError(
+                    f"images[{i}].data: not valid base64 (standard alphabet, padded, no line "
+                    "breaks); send the image file's bytes base64-encoded"
+                ) from None
+            images.append(image)
         return images
 
     async def _steer(self, command: dict[str, Any]) -> None:
@@ -268,6 +300,13 @@ class RpcSession:
 
     async def _get_state(self, command: dict[str, Any]) -> dict[str, Any]:
         return state_json(self.agent)
+
+    async def _configure(self, command: dict[str, Any]) -> dict[str, Any]:
+        shape = command.get("messageUpdates", self.update_shape)
+        if shape not in UPDATE_SHAPES:
+            raise CommandError(f"messageUpdates: expected one of {', '.join(UPDATE_SHAPES)}")
+        self.update_shape = shape
+        return {"messageUpdates": self.update_shape}
 
     async def _reset(self, command: dict[str, Any]) -> None:
         await self._stop_run()

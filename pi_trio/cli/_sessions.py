@@ -77,8 +77,10 @@ def run_durable(
             status = await command(lambda: agent)
         return status or 0
 
+    from ._interrupt import run_interruptible
+
     try:
-        return trio.run(durable)
+        return run_interruptible(durable)
     except PiError as exc:
         if isinstance(exc, CliError):
             raise

@@ -21,9 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-import trio
-
 from ..testing import AgentFactory, StressProgress, StressReport, demo_agent, stress
+from ._interrupt import run_interruptible
 from ._models import CliError
 
 __all__ = ["add_parser", "load_factory", "run_command"]
@@ -168,11 +167,14 @@ def run_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
 
     try:
-        report = trio.run(main)
+        result = run_interruptible(main)
     except TypeError as exc:
         if not str(exc).startswith("make_agent() must return"):
             raise
         raise CliError(f"{name}: {exc}") from None
+    if isinstance(result, int):
+        return result
+    report = result
     print(f"pi-trio stress {name} (prompt {args.prompt!r})")
     print(report.summary())
     aborted = [violation for violation in report.violations if violation.run >= 0]

@@ -29,12 +29,34 @@ def stream_simple(
     ``error_message`` says what happened. An unknown ``model.api`` is a programmer error and
     raises :class:`pt.ProviderNotFoundError` right here. On cancellation nothing more is
     emitted and ``trio.Cancelled`` propagates; leaving the block closes the HTTP response.
+
+    Raises:
+        pt.ProviderNotFoundError: no API is registered for ``model.api`` (a programmer
+            error: a hand-made :class:`pt.Model`, or a provider module not imported).
+        TypeError: ``model`` is not a :class:`pt.Model` or ``context`` not a
+            :class:`pt.Context` (e.g. a plain string).
     """
+    _check_arguments(model, context)
     api = get_api(model.api)
     options = options or StreamOptions()
     if isinstance(api, WireApi):  # its one generator never raises: no wrapper needed
         return aclosing(api(model, context, options))
     return aclosing(_guarded(api, model, context, options))
+
+
+def _check_arguments(model: object, context: object) -> None:
+    """Refuse the common mix-ups at the call, with what to write instead."""
+    if not isinstance(model, Model):
+        raise TypeError(
+            f"model must be a pt.Model, got {type(model).__name__}: "
+            "use pt.get_model('provider', 'model-id')"
+        )
+    if not isinstance(context, Context):
+        example = f"pt.UserMessage({context!r:.40})" if isinstance(context, str) else "..."
+        raise TypeError(
+            f"context must be a pt.Context, got {type(context).__name__}: write "
+            f"pt.Context(messages=[{example}]) (system_prompt= and tools= are optional)"
+        )
 
 
 async def _guarded(
@@ -56,7 +78,17 @@ async def _guarded(
 async def complete_simple(
     model: Model, context: Context, options: StreamOptions | None = None
 ) -> AssistantMessage:
-    """The final assistant message of one request (an error message on failure)."""
+    """The final assistant message of one request (an error message on failure).
+
+    Failures of the request (HTTP, network, timeouts, bad responses) never raise: they come
+    back as an assistant message with ``stop_reason="error"`` and its ``error_message``.
+    Cancellation propagates, as in :func:`stream_simple`.
+
+    Raises:
+        pt.ProviderNotFoundError: no API is registered for ``model.api`` (a programmer error).
+        TypeError: ``context`` is not a :class:`pt.Context` (e.g. ``"Hi!"``), or ``model``
+            not a :class:`pt.Model`.
+    """
     async with stream_simple(model, context, options) as events:
         async for event in events:
             if isinstance(event, StreamDone):

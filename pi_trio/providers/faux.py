@@ -21,11 +21,21 @@ from __future__ import annotations
 
 import collections
 import inspect
+import itertools
 import json
 import re
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, aclosing
 from typing import Any, Final, Literal, TypeAlias
 
@@ -168,7 +178,12 @@ class FauxCall:
 
 
 class FauxModel:
-    """A scripted model; the instance itself is a stream function (``stream_fn=scripted``)."""
+    """A scripted model; the instance itself is a stream function (``stream_fn=scripted``).
+
+    ``responses`` is a list (or any collection), taken in order, or an iterator or generator,
+    taken lazily one step per call (``itertools.repeat(step)`` answers forever); steps of an
+    iterator are not counted by :attr:`pending_count` until taken.
+    """
 
     def __init__(
         self,
@@ -182,15 +197,33 @@ class FauxModel:
         self.chunker = chunker
         self.token_delay = token_delay
         self.calls: list[FauxCall] = []
-        self._pending: collections.deque[FauxResponse] = collections.deque(responses)
+        self._pending: collections.deque[FauxResponse] = collections.deque()
+        self._lazy: Iterator[FauxResponse] | None = None
+        self.append_responses(responses)
         self._pieces_by_text: dict[str, Sequence[str]] = {}
         self._pieces_chunker: Chunker = chunker
 
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
-        self._pending = collections.deque(responses)
+        self._pending, self._lazy = collections.deque(), None
+        self.append_responses(responses)
 
     def append_responses(self, responses: Iterable[FauxResponse]) -> None:
-        self._pending.extend(responses)
+        if self._lazy is not None:
+            self._lazy = itertools.chain(self._lazy, responses)
+        elif isinstance(responses, Collection):
+            self._pending.extend(responses)
+        else:  # an iterator, maybe endless: never read ahead
+            self._lazy = iter(responses)
+
+    def _next_step(self) -> FauxResponse | None:
+        if self._pending:
+            return self._pending.popleft()
+        if self._lazy is not None:
+            step = next(self._lazy, None)
+            if step is None:
+                self._lazy = None
+            return step
+        return None
 
     @property
     def pending_count(self) -> int:
@@ -211,7 +244,7 @@ class FauxModel:
         """Take the next step of the script (at call time, like pi) and stream it."""
         index = len(self.calls)
         self.calls.append(FauxCall(model, context, options))
-        step = self._pending.popleft() if self._pending else None
+        step = self._next_step()
         return aclosing(self._generate(step, model, context, options, index))
 
     async def _generate(

@@ -35,8 +35,9 @@ class JsonLinesClient:
         line = await self.lines.receive_line()
         assert line is not None, "the server closed the connection"
         item = json.loads(line)
-        if item["type"] not in ("response", "error"):
-            pt.from_json(item, pt.AgentEvent)  # every event is pi's JSON
+        compact = item["type"] == "message_update" and "message" not in item
+        if item["type"] not in ("response", "error") and not compact:
+            pt.from_json(item, pt.AgentEvent)  # every event is pi's JSON (but compact updates)
         self.seen.append(item)
         return item  # type: ignore[no-any-return]
 
@@ -88,15 +89,41 @@ class Process:
             env=env_without_keys(),
         )
         self.output = b""
+        self.errors = b""
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        self._err_reader = threading.Thread(target=self._read_errors, daemon=True)
+        self._err_reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         while chunk := os.read(self.proc.stdout.fileno(), 65536):
             with self._lock:
                 self.output += chunk
+
+    def _read_errors(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := os.read(self.proc.stderr.fileno(), 65536):
+            with self._lock:
+                self.errors += chunk
+
+    @property
+    def error_text(self) -> str:
+        """What the process wrote on stderr so far (all of it after :meth:`close`)."""
+        with self._lock:
+            return self.errors.decode(errors="replace")
+
+    def expect_error(self, marker: str, *, timeout: float = 15.0) -> None:
+        """Wait until ``marker`` appears on stderr."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if marker in self.error_text:
+                return
+            if self.proc.poll() is not None and not self._err_reader.is_alive():
+                break
+            time.sleep(0.01)
+        raise AssertionError(f"{marker!r} not on stderr: {self.error_text[-2000:]}")
 
     def write(self, text: str) -> None:
         assert self.proc.stdin is not None
@@ -135,4 +162,5 @@ class Process:
                 self.proc.kill()
                 self.proc.wait()
         self._reader.join(5)
+        self._err_reader.join(5)
         return code

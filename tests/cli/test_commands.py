@@ -83,7 +83,7 @@ def test_chat_ctrl_c_aborts_the_run_then_exits_at_the_prompt() -> None:
         proc.expect("[Ctrl-C: bye]", start=at)
     finally:
         code = proc.close()
-    assert code == 0
+    assert code == 130
 
 
 def test_chat_with_piped_input_ends_at_eof() -> None:

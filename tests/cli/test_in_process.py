@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from pi_trio.cli._agents import agent_factory
-from pi_trio.cli._chat import ChatSession
+from pi_trio.cli._chat import HELP, ChatSession
 from pi_trio.cli._demo import WEATHER, run_demo
 
 from ..transcript import assert_transcript_valid
@@ -79,7 +79,7 @@ async def test_chat_interrupt_aborts_a_run_then_exits_when_idle(autojump_clock: 
         assert not chat.running
         assert chat.interrupt() is True  # Ctrl-C at the prompt: leave
         await done.wait()
-    assert codes == [0]
+    assert codes == [130]
     text = out.getvalue()
     assert "[aborted: Request was aborted]" in text and "[Ctrl-C: bye]" in text
     assert_transcript_valid(agent.state.messages)
@@ -105,3 +105,20 @@ async def test_chat_reset_and_quit(autojump_clock: Any) -> None:
     assert await ChatSession(agent, out=out, read_line=read).run(handle_signals=False) == 0
     assert agent.state.messages == []
     assert "You said: 'hello'" in out.getvalue() and "[conversation forgotten]" in out.getvalue()
+
+
+async def test_chat_help_and_an_unknown_command_are_answered_not_sent(autojump_clock: Any) -> None:
+    agent = agent_factory("faux", token_delay=0.0)()
+    out = io.StringIO()
+    script = iter(["/help", "/nope", "/quit", "never read"])
+
+    async def read() -> str | None:
+        await trio.lowlevel.checkpoint()
+        return next(script)
+
+    assert await ChatSession(agent, out=out, read_line=read).run(handle_signals=False) == 0
+    assert agent.state.messages == []  # neither line went to the model
+    text = out.getvalue()
+    assert text.count(HELP) == 2  # at start and for /help
+    assert "[unknown command /nope; /help lists them]" in text
+    assert text.rstrip().endswith("[bye]")

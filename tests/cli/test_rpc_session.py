@@ -138,6 +138,23 @@ async def test_a_second_prompt_while_busy_is_refused_and_the_run_goes_on(
         (b'{"type": "steer", "id": 8}', 8, "steer", "message: expected"),
         (b'{"type": "follow_up", "message": {"role": "robot"}}', None, "follow_up", "message:"),
         (b'{"type": "get_state", "id": NaN}', None, None, "invalid JSON"),
+        (b'{"type": "prompt", "message": "", "id": 9}', 9, "prompt", "message: empty; send some"),
+        (b'{"type": "prompt", "message": "  ", "id": 10}', 10, "prompt", "message: empty"),
+        (b'{"type": "prompt", "message": [], "id": 11}', 11, "prompt", "message: an empty list"),
+        (b'{"type": "steer", "message": "", "id": 12}', 12, "steer", "message: empty"),
+        (
+            b'{"type": "prompt", "message": "look", "id": 13, "images": '
+            b'[{"type": "image", "data": "not base64!", "mimeType": "image/png"}]}',
+            13,
+            "prompt",
+            "images[0].data: not valid base64",
+        ),
+        (
+            b'{"type": "configure", "messageUpdates": "tiny", "id": 14}',
+            14,
+            "configure",
+            "messageUpdates: expected one of full, compact",
+        ),
     ],
 )
 async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
@@ -167,3 +184,38 @@ async def test_end_of_input_lets_the_running_prompt_finish(autojump_clock: Any) 
         events = await client.until(is_type("agent_end"))
     assert events[-1]["messages"][-1]["stopReason"] == "stop"
     assert not agent.state.is_streaming
+
+
+async def test_compact_message_updates_carry_only_the_delta(
+    rpc: Harness, autojump_clock: Any
+) -> None:
+    reply = await rpc.client.command({"type": "configure", "messageUpdates": "compact", "id": 1})
+    assert reply["success"] and reply["data"] == {"messageUpdates": "compact"}
+    await rpc.client.command({"type": "prompt", "message": "hi", "id": 2})
+    events = await rpc.client.until(is_type("agent_end"))
+    updates = [e for e in events if e["type"] == "message_update"]
+    assert updates and all(set(u) == {"type", "assistantMessageEvent"} for u in updates)
+    assert all("partial" not in u["assistantMessageEvent"] for u in updates)
+    deltas = "".join(
+        u["assistantMessageEvent"]["delta"]
+        for u in updates
+        if u["assistantMessageEvent"]["type"] == "text_delta"
+    )
+    end = next(
+        e for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    )
+    assert deltas == end["message"]["content"][0]["text"]  # the deltas rebuild the message
+    await rpc.client.command({"type": "configure", "messageUpdates": "full", "id": 3})
+    await rpc.client.command({"type": "prompt", "message": "again", "id": 4})
+    events = await rpc.client.until(is_type("agent_end"))
+    full = next(e for e in events if e["type"] == "message_update")
+    assert "message" in full and "partial" in full["assistantMessageEvent"]  # pi's shape
+
+
+async def test_valid_base64_images_are_accepted(rpc: Harness, autojump_clock: Any) -> None:
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    reply = await rpc.client.command(
+        {"type": "prompt", "message": "look", "images": [image], "id": 1}
+    )
+    assert reply["success"], reply
+    await rpc.client.until(is_type("agent_end"))

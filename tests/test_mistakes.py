@@ -1,0 +1,125 @@
+"""Mistakes a new user makes are refused where they are made, saying what to do instead."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+
+async def not_a_tool(city: str) -> str:
+    return city
+
+
+@pt.tool
+async def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def test_a_bare_function_in_tools_is_refused_at_the_constructor() -> None:
+    with pytest.raises(TypeError, match=r"tools\[1\] is the function not_a_tool\(\), not an "
+                       r"AgentTool: decorate it with @pt.tool"):  # fmt: skip
+        pt.AgentState(tools=[weather, not_a_tool])  # type: ignore[list-item]
+
+
+def test_a_bare_function_assigned_to_tools_is_refused_at_the_assignment() -> None:
+    state = pt.AgentState()
+    with pytest.raises(TypeError, match=r"tools\[0\] is the function not_a_tool\(\)"):
+        state.tools = [not_a_tool]  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"tools\[0\] is a str, not an AgentTool: give a pt"):
+        state.tools = ["weather"]  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"tools must be a list of AgentTool, got an? \w+; write"):
+        state.tools = weather  # type: ignore[assignment]
+    assert state.tools == []
+    state.tools = [weather]
+    assert state.tools == [weather]
+
+
+async def test_an_agent_without_a_model_says_how_to_set_one() -> None:
+    agent = pt.Agent()
+    with pytest.raises(ValueError, match=r"no model: .*pt\.AgentState\(model=pt\.get_model\("):
+        await agent.prompt("Hi!")
+    agent.state.messages = [pt.UserMessage("Hi!")]
+    with pytest.raises(ValueError, match="no model"):
+        await agent.continue_()
+    assert agent.state.messages == [
+        pt.UserMessage("Hi!", timestamp=agent.state.messages[0].timestamp)
+    ]
+
+
+async def test_the_placeholder_model_is_fine_with_a_custom_stream_fn() -> None:
+    scripted = faux.FauxModel([faux.assistant_message("hello")])
+    agent = pt.Agent(stream_fn=scripted)
+    await agent.prompt("Hi!")
+    assert agent.state.messages[-1].content == [pt.TextContent("hello")]  # type: ignore[union-attr]
+
+
+async def test_busy_error_names_the_python_method(autojump_clock: Any) -> None:
+    scripted = faux.FauxModel([faux.assistant_message("hello")], token_delay=1.0)
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.prompt, "one")
+        with pytest.raises(pt.AgentBusyError, match=r"steer\(\) or follow_up\(\)"):
+            await agent.prompt("two")
+        agent.abort()
+
+
+async def test_complete_simple_with_a_string_says_to_build_a_context() -> None:
+    model = pt.get_model("faux", "faux-1")
+    with pytest.raises(TypeError, match=r"context must be a pt.Context, got str: write "
+                       r"pt.Context\(messages=\[pt.UserMessage\('Hi!'\)\]\)"):  # fmt: skip
+        await pt.complete_simple(model, "Hi!")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"model must be a pt.Model, got str"):
+        await pt.complete_simple("faux/faux-1", pt.Context())  # type: ignore[arg-type]
+
+
+async def test_an_unknown_api_is_a_programmer_error_that_raises() -> None:
+    model = attrs.evolve(pt.get_model("faux", "faux-1"), api="no-such-api")
+    with pytest.raises(pt.ProviderNotFoundError, match="no-such-api"):
+        await pt.complete_simple(model, pt.Context(messages=[pt.UserMessage("Hi!")]))
+
+
+async def test_faux_model_takes_an_iterator_lazily(autojump_clock: Any) -> None:
+    taken: list[int] = []
+
+    def endless() -> Iterator[pt.AssistantMessage]:
+        for n in itertools.count():
+            taken.append(n)
+            if n > 10:
+                raise AssertionError("read ahead of the calls")  # the old eager deque()
+            yield faux.assistant_message(f"answer {n}")
+
+    scripted = faux.FauxModel(endless())
+    assert taken == []
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    for prompt in ("one", "two", "three"):
+        await agent.prompt(prompt)
+    assert taken == [0, 1, 2]
+    answers = [m for m in agent.state.messages if isinstance(m, pt.AssistantMessage)]
+    assert [a.content for a in answers] == [[pt.TextContent(f"answer {n}")] for n in range(3)]
+    assert scripted.pending_count == 0  # an iterator's steps are not counted
+
+
+async def test_faux_model_repeat_answers_forever(autojump_clock: Any) -> None:
+    scripted = faux.FauxModel(itertools.repeat(faux.assistant_message("again")))
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    await agent.prompt("one")
+    scripted.append_responses([faux.assistant_message("never reached")])  # after an endless one
+    await agent.prompt("two")
+    texts = [m.content for m in agent.state.messages if isinstance(m, pt.AssistantMessage)]
+    assert texts == [[pt.TextContent("again")]] * 2
+    scripted.set_responses(iter([faux.assistant_message("last")]))
+    scripted.append_responses([faux.assistant_message("after")])
+    for prompt in ("three", "four", "five"):
+        await agent.prompt(prompt)
+    answers = [m for m in agent.state.messages if isinstance(m, pt.AssistantMessage)][-3:]
+    assert [a.content for a in answers[:2]] == [[pt.TextContent("last")], [pt.TextContent("after")]]
+    assert answers[2].stop_reason == "error"  # the script is over
