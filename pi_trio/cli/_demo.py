@@ -3,7 +3,8 @@
 On the scripted model (no key, no network) it streams text, runs a batch of three tool calls
 in parallel and times them, steers the run from another task while the tools run, queues a
 follow-up, aborts a long answer with ``trio.move_on_after`` and checks that the transcript is
-still valid, then prints a one-screen summary. ``--model provider/id`` runs the same session
+still valid, keeps a session in an embedded SQLite store across a simulated restart, then
+prints a one-screen summary. ``--model provider/id`` runs the same session
 against a real model.
 """
 
@@ -28,6 +29,7 @@ from ..models import Model
 from ..providers import StreamOptions, faux
 from ..tools import tool
 from ._agents import new_state
+from ._demo_sessions import durable_section
 from ._render import EventPrinter, Style, text_of, wants_color
 from ._transcript import transcript_problems
 
@@ -123,6 +125,8 @@ class DemoResult:
     elapsed: float = 0.0
     answers: int = 0
     model_errors: list[str] = attrs.field(factory=list)
+    durable_messages: int = 0
+    durable_entries: int = 0
 
     @property
     def every_request_failed(self) -> bool:
@@ -241,6 +245,17 @@ class _Demo:
         self.heading("3. the conversation goes on")
         await self.agent.prompt(AFTER)
 
+        if self.scripted:
+            self.heading("4. a durable session: SQLite, a restart, a resume")
+            self.result.durable_messages, self.result.durable_entries = await durable_section(
+                new_state(SYSTEM_PROMPT, self.agent.state.model, [get_weather]),
+                self.agent.stream_fn,
+                self.printer,
+                self.note,
+                QUESTION,
+                FOLLOW_UP,
+            )
+
         self.result.messages_by_role = dict(Counter(m.role for m in self.agent.state.messages))
         answers = [m for m in self.agent.state.messages if isinstance(m, AssistantMessage)]
         self.result.answers = len(answers)
@@ -284,6 +299,13 @@ class _Demo:
                 "transcript",
                 f"{total} messages ({roles}): "
                 + ("valid" if not r.problems else f"{len(r.problems)} problems"),
+            ),
+            (
+                "durable",
+                f"{r.durable_messages} messages resumed and extended, "
+                f"{r.durable_entries} log entries (SQLite)"
+                if r.durable_entries
+                else "not shown (a real model's session is not stored by the demo)",
             ),
             ("elapsed", f"{r.elapsed:.1f} s"),
         ]

@@ -28,6 +28,9 @@ async def test_demo_shows_a_parallel_batch_steering_and_a_valid_aborted_transcri
     assert abs(result.batch_wall - slowest) < 1e-6
     assert abs(result.sequential_seconds - sum(s for _, s in WEATHER.values())) < 1e-6
     assert result.messages_by_role == {"user": 5, "assistant": 5, "toolResult": 3}
+    # the durable section: 6 messages survive the reopened store, the resume adds 2
+    assert "resumed 6 messages" in out.getvalue()
+    assert result.durable_messages == 8 and result.durable_entries >= 8
     assert "\x1b" not in out.getvalue()  # a StringIO is not a terminal
 
 
