@@ -133,6 +133,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         impls=("pi_trio",),
         max_reps=3,
     ),
+    # round 2: bounded fan-out (issue 16): S2 with max_parallel_tools=50, expected ~1000/50 x 10 ms
+    Scenario(
+        "S2b",
+        "bounded-fanout",
+        "S2 with max_parallel_tools=50 (at most 50 of the 1,000 calls at once)",
+        {"calls": 1000, "ms": 10, "max_parallel_tools": 50},
+        {"calls": 100, "ms": 10, "max_parallel_tools": 10},
+        (Figure("wall_ms", "prompt->idle ms", "lower", "~200"),),
+        impls=("pi_trio",),
+    ),
     # round 2: durable sessions (in-memory beside durable in the same process)
     Scenario(
         "S1d",

@@ -77,11 +77,12 @@ async def s1_turns(turns: int) -> dict[str, Any]:
 # --- S2 fanout --------------------------------------------------------------------------------
 
 
-async def s2_fanout(calls: int, ms: float) -> dict[str, Any]:
+async def s2_fanout(calls: int, ms: float, max_parallel_tools: int | None = None) -> dict[str, Any]:
     counter = Counter()
     arguments = [{"ms": ms, "cooperative": True}] * calls
     answers = [script.tool_turn("sleep", arguments), script.final_answer()]
     agent = scripted_agent(script.scripted(answers), [script.SLEEP])
+    agent.max_parallel_tools = max_parallel_tools
     agent.subscribe(counter.listener())
     start = time.perf_counter()
     await agent.prompt("Go.")
@@ -288,6 +289,7 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         functions: dict[str, Callable[..., Coroutine[Any, Any, dict[str, Any]]]] = {
             "S1": s1_turns,
             "S2": s2_fanout,
+            "S2b": s2_fanout,
             "S3": s34_abort,
             "S4": s34_abort,
             "S5": s5_many_agents,
