@@ -1,15 +1,11 @@
 """``Agent``: pi's stateful shell around the loop, with Trio's cancellation.
 
-A run executes in the task that called :meth:`Agent.prompt` (or :meth:`Agent.continue_`),
-inside one ``trio.CancelScope`` that :meth:`Agent.abort` cancels; no task exists while the agent
-is idle. The agent is its own event sink: for each event it first reduces its state, then awaits
-its listeners in subscription order, then feeds the ``events()`` channels, all by direct calls
-(no memory-channel hop per event). So a listener, and ``before_tool_call``, always see the state
-already updated for the event at hand (pi's barrier).
-
-Steering and follow-up messages go into memory-channel inboxes (:class:`Inbox`); ``steer()``
-and ``follow_up()`` are synchronous and never block. Call them, and every other method, from
-Trio tasks of the same run (from a thread: ``trio.from_thread.run_sync(agent.steer, msg)``).
+A run executes in the caller's task, inside one ``trio.CancelScope`` that :meth:`Agent.abort`
+cancels; no task exists while the agent is idle. Its sink (:mod:`._delivery`) applies each event
+to the state, then delivers it by direct calls, so a listener, and ``before_tool_call``, see
+the state already updated for the event at hand (pi's barrier). ``steer()`` and ``follow_up()``
+are synchronous (memory-channel inboxes, :mod:`._inbox`); call every method from Trio tasks of
+the same run (from a thread: ``trio.from_thread.run_sync(agent.steer, msg)``).
 """
 
 from __future__ import annotations
@@ -225,15 +221,13 @@ class Agent:
     def reset(self) -> None:
         """Clear the transcript, the runtime state and both queues (pi's ``reset``).
 
-        Raises :class:`pt.AgentBusyError` during a run: ``abort()`` and ``wait_for_idle()``
-        first (the run would otherwise write its transcript back when it ends).
+        Raises:
+            AgentBusyError: during a run (``abort()`` and ``wait_for_idle()`` first).
         """
         if self._scope is not None:
             raise AgentBusyError("Cannot reset while a run is active: abort() it first.")
         self._state.clear()
         self.clear_all_queues()
-
-    # --- subscribers -------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` for every event, awaited in subscription order.
@@ -359,6 +353,8 @@ class Agent:
         if messages[-1].role == "assistant":
             if self.recorder is not None:  # durable before a run takes it
                 await self.recorder.flush()
+                if self._scope is not None:  # a run began while we waited for the flush
+                    raise AgentBusyError(BUSY_CONTINUE)
             steering = self._queues.drainer("steer")()
             if steering:
                 await self._run(steering, skip_initial_steering_poll=True, task_status=task_status)
@@ -418,8 +414,12 @@ class Agent:
             skip_first_steering_poll=skip_initial_steering_poll
         )
 
-        should_stop = self.budgets.should_stop(
-            self.should_stop_after_turn, state, self._delivery, self.has_queued_messages
+        should_stop, finish_turn = self.budgets.hooks(
+            self.should_stop_after_turn,
+            self.finish_turn,
+            state,
+            self._delivery,
+            self.has_queued_messages,
         )
 
         options = self.stream_options
@@ -444,7 +444,7 @@ class Agent:
             close_timeout=self.close_timeout,
             max_parallel_tools=self.max_parallel_tools,
             tool_timeout=self.tool_timeout,
-            finish_turn=self.finish_turn,
+            finish_turn=finish_turn,
             prepare_request=self.prepare_request,
             prepare_next_turn=self.prepare_next_turn,
         )

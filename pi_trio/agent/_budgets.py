@@ -17,7 +17,7 @@ import attrs
 
 from .._callbacks import call_maybe_async
 from ..events import BudgetReached
-from ..loop import ShouldStopAfterTurn, ShouldStopAfterTurnContext
+from ..loop import FinishTurn, FinishTurnDecision, ShouldStopAfterTurn, ShouldStopAfterTurnContext
 from ..messages import AssistantMessage
 from ._delivery import Delivery
 from ._state import AgentState
@@ -53,27 +53,39 @@ class Budgets:
             for limit in (self.max_turns, self.max_tool_calls, self.max_total_tokens, self.max_cost)
         )
 
-    def should_stop(
+    def hooks(
         self,
         user_hook: ShouldStopAfterTurn | None,
+        finish_turn: FinishTurn | None,
         state: AgentState,
         delivery: Delivery,
         has_queued_messages: Callable[[], bool],
-    ) -> ShouldStopAfterTurn | None:
-        """The agent's ``should_stop_after_turn`` for one run: the user's hook, guarded by the
-        budgets when any is set (the reason goes to ``state.error_message`` before
-        ``agent_end``, the notice to the ``events()`` channels)."""
+    ) -> tuple[ShouldStopAfterTurn | None, FinishTurn | None]:
+        """The agent's ``should_stop_after_turn`` and ``finish_turn`` for one run: the user's
+        hooks, with the budgets checked after each turn when any is set (the reason goes to
+        ``state.error_message`` before ``agent_end``, the notice to the ``events()``
+        channels). A turn counts as going on when it ran tools, something is queued, or
+        ``finish_turn`` asked to continue."""
         if not self.any:
-            return user_hook
+            return user_hook, finish_turn
+        decided: list[FinishTurnDecision] = [None]
 
         def reached(notice: BudgetReached) -> None:
             state.error_message = budget_text(notice)
             delivery.offer(notice)
 
         def would_continue(ctx: ShouldStopAfterTurnContext) -> bool:
-            return bool(ctx.tool_results) or has_queued_messages()
+            return bool(ctx.tool_results) or decided[0] == "continue" or has_queued_messages()
 
-        return self.guard(user_hook, reached, would_continue)
+        guarded_finish: FinishTurn | None = None
+        if finish_turn is not None:
+            user_finish = finish_turn
+
+            async def guarded_finish(turn: ShouldStopAfterTurnContext) -> FinishTurnDecision:
+                decided[0] = await call_maybe_async(user_finish, turn)
+                return decided[0]
+
+        return self.guard(user_hook, reached, would_continue), guarded_finish
 
     def guard(
         self,

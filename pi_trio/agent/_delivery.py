@@ -44,6 +44,7 @@ class Delivery:
 
     __slots__ = (
         "_careful",
+        "_closing",
         "_flush_due",
         "_flush_failed",
         "_resume",
@@ -61,6 +62,7 @@ class Delivery:
         self.listeners: tuple[Listener, ...] = ()
         self.subscriptions: list[Subscription] = []
         self._seq = 0  # the last sequence number given to an event (per agent, across runs)
+        self._closing = False  # the run's close-out is delivering: channels never wait
         self._careful = False  # any of the three below is set: take the careful path
         self._flush_due = False
         self._flush_failed = False
@@ -71,8 +73,14 @@ class Delivery:
         self._undelivered: AgentEvent | None = None
 
     def begin_run(self) -> None:
-        self._careful = self._flush_due = self._flush_failed = False
+        self._careful = self._flush_due = self._flush_failed = self._closing = False
         self._resume = self._undelivered = None
+
+    def closing(self) -> None:
+        """The loop's close-out begins: from now on a blocking channel does not wait for its
+        reader (the closing events are queued past its bound), so one stalled reader cannot
+        use up the grace period and keep the closing events from everyone else."""
+        self._closing = True
 
     @property
     def apply(self) -> Callable[[AgentEvent], None]:
@@ -181,7 +189,7 @@ class Delivery:
         listeners: tuple[Listener, ...],
     ) -> None:
         for position, subscription in enumerate(subscriptions):
-            if subscription.blocks and subscription.full():
+            if subscription.blocks and subscription.full() and not self._closing:
                 try:
                     await subscription.wait_for_room()
                 except BaseException:

@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import trio
 
 from .._errors import ContinueError
-from .._groups import only_cancelled
+from .._groups import plain_exception
 from ..events import AgentEvent
 from ..messages import AgentMessage
 from ..tools import AgentContext
@@ -111,8 +111,11 @@ async def _channel_run(
     send, receive = trio.open_memory_channel[AgentEvent](max_buffer_size)
 
     async def runner() -> None:
-        async with send:
+        try:
             await run(prompts, context, config, send)
+        finally:
+            send.close()  # not ``async with send``: its checkpoint would turn an exception on
+            # its way out (KeyboardInterrupt) into the Cancelled of the block's exit
 
     body_exc: BaseException | None = None
     try:
@@ -126,11 +129,13 @@ async def _channel_run(
                 nursery.cancel_scope.cancel(reason="agent_loop() block left")
                 receive.close()
     except BaseExceptionGroup as group:
-        cancelled = only_cancelled(group)
-        if cancelled is None:
-            raise
-        if body_exc is None:  # the runner's Cancelled from an enclosing scope
-            body_exc = cancelled
+        # the runner's Cancelled from an enclosing scope, or a KeyboardInterrupt from a tool:
+        # plain, never a group
+        plain = plain_exception(group)
+        if body_exc is None or (
+            isinstance(body_exc, trio.Cancelled) and not isinstance(plain, trio.Cancelled)
+        ):
+            body_exc = plain  # what the runner raised wins over the Cancelled it caused
     if body_exc is not None:
         raise body_exc
 

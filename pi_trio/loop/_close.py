@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import trio
 
 from .._callbacks import exception_text
-from ..events import AgentEnd, AgentEvent, TurnEnd, TurnStart
+from ..events import AgentEnd, AgentEvent, MessageEnd, TurnEnd, TurnStart
 from ..messages import AssistantMessage
 from ..providers import ABORTED_MESSAGE
 from ._phase import Phase
@@ -121,6 +121,7 @@ def _record_late_failure(run: _Run, reason: Literal["error", "aborted"], text: s
     end of the transcript), though ``agent_end`` has been delivered and nothing more is."""
     message = run.bare_message(reason, text)
     run.transcript.messages.append(message)
+    run.sink_apply(MessageEnd(message))  # the sink's state (and a durable log) records it too
     logger.error(
         "the event sink failed on agent_end; recorded as an error message",
         exc_info=run.failure,
@@ -139,11 +140,28 @@ async def close_run(run: _Run) -> None:
         events.insert(0, interrupted)
     if not events:
         return
+    if run.sink_closing is not None:
+        run.sink_closing()  # e.g. blocking channels stop waiting for their readers
     send = run.send
+    held: BaseException | None = None  # a KeyboardInterrupt: the others get the rest first
     with trio.CancelScope(shield=True) as scope:
         scope.deadline = trio.current_time() + run.config.close_timeout
         for event in events:
-            try:
-                await send(event)
-            except Exception:
-                continue  # a failing sink may still deliver the rest (to other listeners)
+            for _ in range(_MAX_RESUMES):
+                try:
+                    await send(event)
+                except Exception:
+                    pass  # a failing sink may still deliver the rest (to other listeners)
+                except trio.Cancelled:
+                    raise  # the grace period is over
+                except BaseException as exc:
+                    held = held or exc
+                    continue  # the same event again: the sink resumes after the one that raised
+                break
+    if held is not None:
+        raise held
+
+
+_MAX_RESUMES = 64
+"""How many times one closing event is sent again after a subscriber raised a
+``KeyboardInterrupt`` on it (each resend resumes after that subscriber)."""

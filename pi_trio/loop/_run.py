@@ -43,6 +43,7 @@ from ..events import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
+    ToolExecutionUpdate,
     TurnEnd,
     TurnStart,
 )
@@ -98,6 +99,7 @@ class _Run:
         self.sink = sink
         self.send = sink.send
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
+        self.sink_closing: Callable[[], None] | None = getattr(sink, "closing", None)
         self.stream_fn = config.stream_fn or stream_simple
         self.tools = {tool.name: tool for tool in context.tools}
         self.tool_specs = tuple(tool.spec for tool in context.tools)
@@ -130,7 +132,10 @@ class _Run:
         except Exception as exc:
             await self._fail(exc)
         except BaseException:
-            self.interrupted = event
+            # a tool's progress cut short (by the tool's own timeout too) is not sent again:
+            # the run may go on, and its tool_execution_end may follow
+            if cls is not ToolExecutionUpdate:
+                self.interrupted = event
             raise
 
     async def _fail(self, exc: BaseException) -> None:
