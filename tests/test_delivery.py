@@ -117,11 +117,9 @@ async def test_a_listener_raising_on_agent_end_is_recorded_and_logged(
     assert_transcript_valid(agent.state.messages)
 
 
-@pytest.mark.parametrize("abort_at", [0.05, 0.15, 0.25, 1.05, 1.15, 2.05, 3.05, 3.15])
-async def test_abort_during_a_slow_listener_leaves_every_subscriber_well_formed(
-    autojump_clock: trio.testing.MockClock, abort_at: float
-) -> None:
-    """A listener that takes 0.1 s per event; the abort lands inside one of its awaits."""
+def _with_a_slow_listener() -> tuple[pt.Agent, list[pt.AgentEvent], list[pt.AgentEvent]]:
+    """An agent (two tool calls of 1 s, then a streamed answer) whose first listener takes
+    0.1 s per event and whose second records; returns the agent and both records."""
     agent = _agent([_sleeps(1, 1), faux.assistant_message("all done now")], token_delay=0.01)
     slow: list[pt.AgentEvent] = []
     after: list[pt.AgentEvent] = []
@@ -132,6 +130,15 @@ async def test_abort_during_a_slow_listener_leaves_every_subscriber_well_formed(
 
     agent.subscribe(slow_listener)
     agent.subscribe(after.append)
+    return agent, slow, after
+
+
+@pytest.mark.parametrize("abort_at", [0.05, 0.15, 0.25, 1.05, 1.15, 2.05, 3.05, 3.15])
+async def test_abort_during_a_slow_listener_leaves_every_subscriber_well_formed(
+    autojump_clock: trio.testing.MockClock, abort_at: float
+) -> None:
+    """A listener that takes 0.1 s per event; the abort lands inside one of its awaits."""
+    agent, slow, after = _with_a_slow_listener()
     async with agent.events() as rx, trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "hi")
         await trio.sleep(abort_at)
@@ -151,16 +158,7 @@ async def test_abort_during_a_slow_listener_leaves_every_subscriber_well_formed(
 async def test_a_deadline_during_a_slow_listener_closes_the_run_the_same_way(
     autojump_clock: trio.testing.MockClock, deadline: float
 ) -> None:
-    agent = _agent([_sleeps(1, 1), faux.assistant_message("all done now")], token_delay=0.01)
-    slow: list[pt.AgentEvent] = []
-    after: list[pt.AgentEvent] = []
-
-    async def slow_listener(event: pt.AgentEvent) -> None:
-        slow.append(event)
-        await trio.sleep(0.1)
-
-    agent.subscribe(slow_listener)
-    agent.subscribe(after.append)
+    agent, slow, after = _with_a_slow_listener()
     with trio.move_on_after(deadline) as scope:
         await agent.prompt("hi")
     assert scope.cancelled_caught
