@@ -1,10 +1,11 @@
 """The steering and follow-up inboxes: unbounded trio memory channels of queued messages.
 
 ``put`` is a synchronous ``send_nowait`` (it never blocks and never fails while the agent
-exists); the loop drains with ``receive_nowait`` until ``WouldBlock``. A message stays in the
-channel until a poll takes it, and a poll hands what it takes to the run's transcript at once
-(the close-out announces it if the run is aborted first), so aborting a run loses no queued
-message: it is either still queued or already in the transcript.
+exists); the loop drains with ``receive_nowait``. The inbox counts what it holds, so the poll
+of an empty queue (once per turn) costs a comparison, not a ``WouldBlock`` raised and caught.
+A message stays in the channel until a poll takes it, and a poll hands what it takes to the
+run's transcript at once (the close-out announces it if the run is aborted first), so aborting
+a run loses no queued message: it is either still queued or already in the transcript.
 
 Each queued message has an id (:class:`QueuedMessage`), so an application can show the queues
 and take back or rewrite what the run has not taken yet (``remove``/``replace``: the channel is
@@ -43,31 +44,31 @@ class QueuedMessage:
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_ids", "_receive", "_send", "kind", "mode")
+    __slots__ = ("_ids", "_queued", "_receive", "_send", "kind", "mode")
 
     def __init__(self, kind: QueueKind, mode: QueueMode, ids: Callable[[], int]) -> None:
         self.kind: QueueKind = kind
         self.mode: QueueMode = mode
         self._ids = ids
         self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
+        self._queued = 0  # items in the channel: every send and receive below keeps it exact
 
     def put(self, message: AgentMessage) -> QueuedMessage:
         item = QueuedMessage(f"{self.kind}-{self._ids()}", self.kind, message)
-        self._send.send_nowait(item)
+        self._put(item)
         return item
 
     def __len__(self) -> int:
-        return self._receive.statistics().current_buffer_used
+        return self._queued
 
     def drain(self) -> list[AgentMessage]:
         """Take the next message ("one-at-a-time") or every queued one ("all")."""
-        taken: list[AgentMessage] = []
-        while self.mode == "all" or not taken:
-            try:
-                taken.append(self._receive.receive_nowait().message)
-            except trio.WouldBlock:
-                break
-        return taken
+        if not self._queued:
+            return []
+        count = self._queued if self.mode == "all" else 1
+        self._queued -= count
+        receive = self._receive.receive_nowait
+        return [receive().message for _ in range(count)]
 
     def clear(self) -> None:
         self._take_all()
@@ -76,7 +77,7 @@ class Inbox:
         """What is queued, in order (the queue is unchanged)."""
         items = self._take_all()
         for item in items:
-            self._send.send_nowait(item)
+            self._put(item)
         return tuple(items)
 
     def peek(self) -> list[AgentMessage]:
@@ -95,16 +96,17 @@ class Inbox:
                 if message is None:
                     continue
                 item = attrs.evolve(item, message=message)
-            self._send.send_nowait(item)
+            self._put(item)
         return found
 
+    def _put(self, item: QueuedMessage) -> None:
+        self._send.send_nowait(item)
+        self._queued += 1
+
     def _take_all(self) -> list[QueuedMessage]:
-        items: list[QueuedMessage] = []
-        while True:
-            try:
-                items.append(self._receive.receive_nowait())
-            except trio.WouldBlock:
-                return items
+        count, self._queued = self._queued, 0
+        receive = self._receive.receive_nowait
+        return [receive() for _ in range(count)]
 
 
 def id_counter() -> Callable[[], int]:

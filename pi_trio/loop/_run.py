@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 import attrs
 import trio
 
-from .._callbacks import call_maybe_async, exception_text
+from .._callbacks import call_maybe_async, exception_text, is_awaitable
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -124,8 +124,10 @@ class _Run:
 
     async def emit(self, event: AgentEvent) -> None:
         cls = type(event)
-        if cls is MessageEnd or cls is MessageStart:
-            self.transcript.apply(event)
+        if cls is MessageEnd:
+            self.transcript.end(event.message)  # type: ignore[union-attr]
+        elif cls is MessageStart:
+            self.transcript.start(event.message)  # type: ignore[union-attr]
         self.sink_apply(event)
         try:
             await self.send(event)
@@ -192,7 +194,8 @@ class _Run:
         self.turn_results = []
         self.phase = Phase.STARTING
         await self.emit(TurnStart())
-        await self._announce_taken()
+        if self.transcript.taken:
+            await self._announce_taken()
 
     async def announce(self, message: ToolResultMessage) -> None:
         """Take a tool-result message into the transcript and send its start and end."""
@@ -204,13 +207,25 @@ class _Run:
         """Take queued steering/follow-up messages; True when there were any."""
         if source is None:
             return False
-        return self.transcript.take(list(await self._hook(source) or ()))
+        try:  # self._hook(source), inlined: one poll per turn
+            taken = source()
+            if is_awaitable(taken):
+                taken = await taken
+        except Exception as exc:
+            await self._fail(exc)
+        return self.transcript.take(list(taken)) if taken else False
 
     async def _loop(self) -> None:
         config = self.config
         first_turn = True
         pending = await self._poll(config.get_steering_messages)
         last_turn: TurnContext | None = None
+        # the turn's context is built only for the hooks that are given it
+        wants_turn = (
+            config.finish_turn is not None
+            or config.should_stop_after_turn is not None
+            or config.prepare_next_turn is not None
+        )
         continue_once = False  # finish_turn asked for one more request
         while True:
             more_tool_calls = True
@@ -222,7 +237,13 @@ class _Run:
                 else:
                     if config.prepare_next_turn is not None and last_turn is not None:
                         await self._prepare_next_turn(last_turn, pending)
-                    await self._start_turn()
+                    # self._start_turn(), inlined: one coroutine less per turn
+                    self.reply = None
+                    self.turn_results = []
+                    self.phase = Phase.STARTING
+                    await self.emit(TurnStart())
+                    if self.transcript.taken:
+                        await self._announce_taken()
                 pending = False
 
                 message = await self._assistant_turn()
@@ -249,7 +270,8 @@ class _Run:
                     self.turn_results = tool_results
                     self.phase = Phase.ANSWERED  # turn_end is next
                     self.batch = None
-                last_turn = self._turn(message, tool_results)
+                if wants_turn:
+                    last_turn = self._turn(message, tool_results)
                 decision: FinishTurnDecision = None
                 if config.finish_turn is not None:
                     decision = await self._hook(config.finish_turn, last_turn)

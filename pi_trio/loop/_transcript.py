@@ -96,20 +96,25 @@ class Transcript:
         """Advance the message an event is about (``message_start`` / ``message_end``)."""
         cls = type(event)
         if cls is MessageEnd:
-            self.open = None
-            self._end(event.message)  # type: ignore[union-attr]
+            self.end(event.message)  # type: ignore[union-attr]
         elif cls is MessageStart:
-            message = event.message  # type: ignore[union-attr]
-            taken = self.taken
-            if taken and taken[0] is message:
-                taken.popleft()
-            self.open = message
+            self.start(event.message)  # type: ignore[union-attr]
 
-    def _end(self, message: AgentMessage) -> None:
+    def start(self, message: AgentMessage) -> None:
+        """``message_start``: the message is open (and no longer taken, if it was)."""
+        taken = self.taken
+        if taken and taken[0] is message:
+            taken.popleft()
+        self.open = message
+
+    def end(self, message: AgentMessage) -> None:
+        """``message_end``: the message is ended (appended to ``messages``)."""
+        self.open = None
         self.messages.append(message)
         self.new_messages.append(message)
-        if self._llm is not None and isinstance(message, _LLM_TYPES):
-            self._llm.append(message)
+        llm = self._llm
+        if llm is not None and isinstance(message, _LLM_TYPES):
+            llm.append(message)
 
     def llm_view(self) -> Sequence[Message] | None:
         """The model's view of the ended messages, when it is kept incrementally."""

@@ -127,7 +127,7 @@ class _Slot:
     written: bool = False
     tool: AgentTool | None = None
     args: Any = None
-    started_at: float | None = None  # trio.current_time() when execution began
+    started_at: float | None = None  # the run's clock when execution began
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -175,19 +175,24 @@ class ToolBatch:
         self._after = after_tool_call
         self._max_parallel = max_parallel
         self._tool_timeout = tool_timeout
-        self.sequential = sequential or any(
-            (tool := tools.get(call.name)) is not None and tool.execution_mode == "sequential"
-            for call in calls
-        )
-        self._slots = [_Slot(index, call) for index, call in enumerate(calls)]
+        slots: list[_Slot] = []
+        for call in calls:  # loops, not generator expressions: this runs once per turn
+            if not sequential:
+                tool = tools.get(call.name)
+                sequential = tool is not None and tool.execution_mode == "sequential"
+            slots.append(_Slot(len(slots), call))
+        self.sequential = sequential
+        self._slots = slots
         self.messages: list[ToolResultMessage] = []
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, minus 2 calls
 
     @property
     def terminate(self) -> bool:
         """True when every call's result asked to stop the run (pi's rule)."""
-        return bool(self._slots) and all(
-            slot.result is not None and slot.result.terminate for slot in self._slots
-        )
+        for slot in self._slots:
+            if slot.result is None or not slot.result.terminate:
+                return False
+        return bool(self._slots)
 
     async def run(self, refuse_with: str | None = None) -> None:
         """Run the batch to the end. ``refuse_with``: execute nothing, every call gets that
@@ -294,16 +299,16 @@ class ToolBatch:
             places.release()
 
     async def _execute_and_end(self, slot: _Slot) -> None:
-        call = slot.call
-        emit = self._emit if self._serializer is None else self._serializer.emit
         tool = slot.tool
         assert tool is not None
+        call = slot.call
+        emit = self._emit if self._serializer is None else self._serializer.emit
 
         async def on_update(partial: ToolResult) -> None:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
-        slot.started_at = trio.current_time()
+        slot.started_at = self._now()
         try:
             if timeout is None:
                 value = await tool.run(call.id, slot.args, on_update)
@@ -348,7 +353,7 @@ class ToolBatch:
         assert slot.result is not None
         event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
         if slot.started_at is not None:
-            event.duration_ms = (trio.current_time() - slot.started_at) * 1000.0
+            event.duration_ms = (self._now() - slot.started_at) * 1000.0
         serializer = self._serializer
         if serializer is None:
             slot.ended = True
