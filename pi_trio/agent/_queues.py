@@ -108,8 +108,8 @@ class Queues:
         get_follow_ups: GetMessages = self.drainer("follow_up")
         recorder = self._delivery.recorder
         if recorder is not None:
-            get_steering = _flushed_first(recorder, get_steering)
-            get_follow_ups = _flushed_first(recorder, get_follow_ups)
+            get_steering = _flushed_first(recorder, self.inbox("steer"), get_steering)
+            get_follow_ups = _flushed_first(recorder, self.inbox("follow_up"), get_follow_ups)
         return get_steering, get_follow_ups
 
     def _notify(self, kind: QueueKind, change: Change) -> None:
@@ -118,9 +118,13 @@ class Queues:
             delivery.offer(QueueUpdate(kind, change, self.inbox(kind).snapshot()))
 
 
-def _flushed_first(recorder: Recorder, drain: GetMessages) -> GetMessages:
+def _flushed_first(recorder: Recorder, inbox: Inbox, drain: GetMessages) -> GetMessages:
+    """``drain``, after a flush when there is something to take: a queued message is durable
+    before a run takes it. An empty queue's poll (every turn) commits nothing."""
+
     async def drain_durable() -> Sequence[AgentMessage]:
-        await recorder.flush()
+        if len(inbox):
+            await recorder.flush()
         taken: Sequence[AgentMessage] = await call_maybe_async(drain)
         return taken
 

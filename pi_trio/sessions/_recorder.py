@@ -5,7 +5,10 @@ It notes entries synchronously as the agent's state changes (``record``, ``queue
 everything noted since the last commit in one transaction at each :meth:`flush` (group commit).
 ``record`` asks for a flush exactly where the durability rules need one:
 
-- ``message_end``: the message is durable before anyone sees its end;
+- ``message_end``: the message is durable before anyone sees its end; a tool-result message
+  is durable already when it is exactly what its logged ``tool_result`` entry rebuilds on
+  resume (same result, same time), so it rides on the next commit (two commits per tool
+  turn, not three);
 - ``tool_execution_end``: each tool's result as soon as that tool finished;
 - ``agent_end``: the run's end;
 - a tool call's intent before ``execute`` (the wrapped ``before_tool_call`` awaits it).
@@ -18,7 +21,6 @@ one or two commits, not N.
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,7 @@ import trio
 
 from .._errors import SessionBusyError
 from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageUpdate, ToolExecutionEnd
-from ..messages import AgentMessage, AssistantMessage, ToolCall
+from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, now_ms
 from ..models import Model
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 from ..wire import to_json
@@ -39,8 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionRecorder", "durable_before_tool_call", "settings_json"]
 
 
-def _now() -> int:
-    return int(time.time() * 1000)
+_now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)
 
 
 def model_json(model: Model) -> Any:
@@ -124,6 +125,8 @@ class SessionRecorder:
         """Log intents with their assistant message (set when no ``before_tool_call`` hook of
         the application's runs; see :meth:`_note_early_intents`)."""
         self._early: set[str] = set()
+        # tool_result notes by call id, until their result message ends (see _rebuildable)
+        self._results: dict[str, Note] = {}
 
     @property
     def session_id(self) -> str:
@@ -161,6 +164,11 @@ class SessionRecorder:
                 if not waiting:
                     del self._queued[id(message)]
                 self.note("drained", {"queue": queue, "ref": ref})
+            elif type(message) is ToolResultMessage and self._rebuildable(message):
+                self.note("message", message)  # durable through its tool_result: no flush
+                self._count += 1
+                self._last = message
+                return False
             self.note("message", message)
             self._count += 1
             self._last = message
@@ -169,6 +177,7 @@ class SessionRecorder:
             return True
         if cls is ToolExecutionEnd:
             self.note("tool_result", event)
+            self._results[event.tool_call_id] = self._pending[-1]  # type: ignore[union-attr]
             return True
         if cls is AgentStart:
             self._run_start()
@@ -179,6 +188,22 @@ class SessionRecorder:
             self.note("run_end", {"reason": reason})
             return True
         return False
+
+    def _rebuildable(self, message: ToolResultMessage) -> bool:
+        """True when a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
+        loader turns a logged result without its message into the message; see
+        ``_logged_result``): then the message needs no commit of its own before its end."""
+        note = self._results.pop(message.tool_call_id, None)
+        if note is None or note.seq > self._durable_seq:
+            return False
+        end = note.payload
+        return (
+            message.timestamp == note.time
+            and message.tool_name == end.tool_name
+            and message.content is end.result.content
+            and message.details is end.result.details
+            and message.is_error == end.is_error
+        )
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.
@@ -218,6 +243,7 @@ class SessionRecorder:
         return True
 
     def _run_start(self) -> None:
+        self._results.clear()  # a result whose message never ended (a failed close-out)
         agent = self.agent
         if agent is not None:
             state = agent.state

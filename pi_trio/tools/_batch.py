@@ -128,9 +128,11 @@ class _Slot:
     tool: AgentTool | None = None
     args: Any = None
     started_at: float | None = None  # the run's clock when execution began
+    ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
 
     def mark_ended(self) -> None:
         self.ended = True
+        self.ended_ms = now_ms()
 
 
 class ToolBatch:
@@ -356,7 +358,7 @@ class ToolBatch:
             event.duration_ms = (self._now() - slot.started_at) * 1000.0
         serializer = self._serializer
         if serializer is None:
-            slot.ended = True
+            slot.mark_ended()
             await self._emit(event)
         else:
             await serializer.emit(event, slot.mark_ended)
@@ -379,7 +381,9 @@ class ToolBatch:
             content=slot.result.content,
             details=slot.result.details,
             is_error=slot.is_error,
-            timestamp=now_ms(),
+            # the time its tool_execution_end was applied (a session log's tool_result entry
+            # has the same time, so the message can be rebuilt from it exactly)
+            timestamp=slot.ended_ms if slot.ended_ms is not None else now_ms(),
         )
         self.messages.append(message)
         return message

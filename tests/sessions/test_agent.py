@@ -81,9 +81,16 @@ async def test_each_thing_is_durable_before_anyone_hears_of_it(tmp_path: Path) -
 
     scripted = faux.FauxModel([calls("slow", "fast"), faux.assistant_message("both done")])
 
+    crashes: list[tuple[Path, Any]] = []  # (the disk at a tool result's message_end, its JSON)
+
     def listener(event: pt.AgentEvent) -> None:
         logged = rows(path)
-        if isinstance(event, pt.MessageEnd):
+        if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.ToolResultMessage):
+            # its own entry rides on the next commit: its logged tool_result rebuilds it
+            crashes.append((tmp_path / f"crash-{len(crashes)}.db", pt.to_json(event.message)))
+            snapshot(path, crashes[-1][0])
+            seen.append("message")
+        elif isinstance(event, pt.MessageEnd):
             assert pt.to_json(event.message) in [d for _, k, d, _ in logged if k == "message"]
             seen.append("message")
         elif isinstance(event, pt.ToolExecutionEnd):
@@ -102,6 +109,47 @@ async def test_each_thing_is_durable_before_anyone_hears_of_it(tmp_path: Path) -
         agent.subscribe(listener)
         await agent.prompt("go")
     assert seen == ["message", "message", "result c1", "result c0", "message", "message", "message"]
+    # a crash right after each tool-result message_end: the resumed transcript has it, exactly
+    assert len(crashes) == 2
+    for copy, message in crashes:
+        db = sqlite3.connect(copy)  # the holder in the copy is a process that is gone
+        db.execute("UPDATE pi_trio_sessions SET holder_start = 'gone'")
+        db.commit()
+        db.close()
+        async with (
+            pt.open_session_store(copy) as store,
+            store.open_agent("s", initial_state=_state(scripted, *tools)) as agent,
+        ):
+            assert transcript_json(agent.state.messages).count(message) == 1
+
+
+async def test_a_tool_result_message_its_entry_would_not_rebuild_is_committed_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the millisecond changes between the tool's end and its entry: the message's timestamp is
+    # not the entry's, so the message cannot ride on the next commit
+    import pi_trio.tools._batch as batch
+
+    ticks = iter(range(10**12, 10**12 + 1000))
+    monkeypatch.setattr(batch, "now_ms", lambda: next(ticks))
+    path = tmp_path / "agents.db"
+    scripted = faux.FauxModel([calls("anoop"), faux.assistant_message("done")])
+    ends: list[bool] = []
+
+    def listener(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.ToolResultMessage):
+            logged = [d for _, k, d, _ in rows(path) if k == "message"]
+            ends.append(pt.to_json(event.message) in logged)
+
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent(
+            "s", initial_state=_state(scripted, make_tool("anoop", _anoop)), stream_fn=scripted
+        ) as agent,
+    ):
+        agent.subscribe(listener)
+        await agent.prompt("go")
+    assert ends == [True]
 
 
 async def test_queues_come_back_and_a_drain_is_logged(tmp_path: Path) -> None:
