@@ -20,13 +20,13 @@ import trio
 
 from .._errors import AgentBusyError, ContinueError
 from ..loop import (
-    AgentLoopConfig,
     ConvertToLlm,
     FinishTurn,
     GetApiKey,
     PrepareNextTurn,
     PrepareRequest,
     ShouldStopAfterTurn,
+    SteeringPolicy,
     ToolExecution,
     TransformContext,
     run_agent_loop,
@@ -38,6 +38,7 @@ from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._budgets import Budgets
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
+from ._loop_config import loop_config
 from ._queues import Queues
 from ._recorder import Recorder
 from ._state import DEFAULT_MODEL, AgentState
@@ -65,16 +66,18 @@ class Agent:
     ``stream_fn`` defaults to :func:`pt.stream_simple`; ``stream_options`` are the base options
     of every request (the agent adds ``reasoning`` from ``state.thinking_level`` and
     ``session_id``). ``close_timeout`` bounds the delivery of the closing events of an aborted
-    run. ``max_parallel_tools`` and ``tool_timeout`` bound tool batches (see
-    :class:`pt.AgentLoopConfig`); ``recorder`` is told every event before it is delivered (see
-    :class:`pt.Recorder`). ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and
-    ``max_cost`` (dollars) are per-run budgets: when one is reached the run ends after that turn
-    (never mid-tool), ``state.error_message`` says which, and ``events()`` channels get a
+    run. ``max_parallel_tools``, ``tool_timeout`` and ``steering_policy`` shape tool batches
+    (see :class:`pt.AgentLoopConfig`); ``recorder`` is told every event before it is
+    delivered (see :class:`pt.Recorder`). ``max_turns``, ``max_tool_calls``,
+    ``max_total_tokens`` and ``max_cost`` (dollars) are per-run budgets: when one is reached
+    the run ends after that turn (never mid-tool), ``state.error_message`` says which, and
+    ``events()`` channels get a
     :class:`pt.BudgetReached`. ``finish_turn``, ``prepare_request`` and ``prepare_next_turn``
     are pi 1.x's hooks (see :class:`pt.AgentLoopConfig`).
 
     Raises:
-        ValueError: a budget, ``max_parallel_tools`` or ``tool_timeout`` out of range.
+        ValueError: a budget, ``max_parallel_tools``, ``tool_timeout`` or ``steering_policy``
+            out of range.
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class Agent:
         recorder: Recorder | None = None,
         max_parallel_tools: int | None = None,
         tool_timeout: float | None = None,
+        steering_policy: SteeringPolicy = "after_batch",
         max_turns: int | None = None,
         max_tool_calls: int | None = None,
         max_total_tokens: int | None = None,
@@ -119,6 +123,7 @@ class Agent:
         self.close_timeout = close_timeout
         self.max_parallel_tools = max_parallel_tools
         self.tool_timeout = tool_timeout
+        self.steering_policy: SteeringPolicy = steering_policy
         self.finish_turn = finish_turn
         self.prepare_request = prepare_request
         self.prepare_next_turn = prepare_next_turn
@@ -408,47 +413,6 @@ class Agent:
         run_task = self._run_task
         return run_task is not None and inside(run_task, self._outer_nurseries)
 
-    def _config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
-        state = self._state
-        get_steering, get_follow_ups = self._queues.pollers(
-            skip_first_steering_poll=skip_initial_steering_poll
-        )
-
-        should_stop, finish_turn = self.budgets.hooks(
-            self.should_stop_after_turn,
-            self.finish_turn,
-            state,
-            self._delivery,
-            self.has_queued_messages,
-        )
-
-        options = self.stream_options
-        reasoning = None if state.thinking_level == "off" else state.thinking_level
-        if options.reasoning != reasoning or (self.session_id and not options.session_id):
-            options = attrs.evolve(
-                options, reasoning=reasoning, session_id=options.session_id or self.session_id
-            )
-        return AgentLoopConfig(
-            model=state.model,
-            convert_to_llm=self.convert_to_llm,
-            transform_context=self.transform_context,
-            get_api_key=self.get_api_key,
-            should_stop_after_turn=should_stop,
-            get_steering_messages=get_steering,
-            get_follow_up_messages=get_follow_ups,
-            tool_execution=self.tool_execution,
-            before_tool_call=self.before_tool_call,
-            after_tool_call=self.after_tool_call,
-            stream_fn=self.stream_fn,
-            stream_options=options,
-            close_timeout=self.close_timeout,
-            max_parallel_tools=self.max_parallel_tools,
-            tool_timeout=self.tool_timeout,
-            finish_turn=finish_turn,
-            prepare_request=self.prepare_request,
-            prepare_next_turn=self.prepare_next_turn,
-        )
-
     async def _run(
         self,
         prompts: list[AgentMessage] | None,
@@ -467,7 +431,7 @@ class Agent:
         delivery.begin_run()
         # one transcript: the loop appends to state.messages itself, at each message_end
         context = AgentContext(state.system_prompt, state.messages, list(state.tools))
-        config = self._config(skip_initial_steering_poll)
+        config = loop_config(self, skip_initial_steering_poll)
         try:
             with scope:
                 if prompts is None:

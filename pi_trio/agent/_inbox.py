@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal, TypeAlias, final
 
 import attrs
@@ -44,7 +44,7 @@ class QueuedMessage:
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_ids", "_queued", "_receive", "_send", "kind", "mode")
+    __slots__ = ("_arrival", "_ids", "_queued", "_receive", "_send", "kind", "mode")
 
     def __init__(self, kind: QueueKind, mode: QueueMode, ids: Callable[[], int]) -> None:
         self.kind: QueueKind = kind
@@ -52,11 +52,25 @@ class Inbox:
         self._ids = ids
         self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
         self._queued = 0  # items in the channel: every send and receive below keeps it exact
+        self._arrival: trio.Event | None = None  # set by the next put (see next_put)
 
     def put(self, message: AgentMessage) -> QueuedMessage:
         item = QueuedMessage(f"{self.kind}-{self._ids()}", self.kind, message)
         self._put(item)
+        arrival = self._arrival
+        if arrival is not None:
+            self._arrival = None
+            arrival.set()
         return item
+
+    def next_put(self) -> Awaitable[None]:
+        """An awaitable that completes when a message is put after this call (one queued
+        already does not count; a replacement or a removal is no arrival). The call itself
+        is synchronous, so nothing put between it and the await is missed. Cancelling the
+        await stops waiting, nothing else."""
+        if self._arrival is None:
+            self._arrival = trio.Event()
+        return self._arrival.wait()
 
     def __len__(self) -> int:
         return self._queued

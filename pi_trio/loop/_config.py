@@ -27,6 +27,7 @@ __all__ = [
     "RequestUpdate",
     "ShouldStopAfterTurn",
     "ShouldStopAfterTurnContext",
+    "SteeringPolicy",
     "ToolExecution",
     "TransformContext",
     "TurnContext",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 ToolExecution: TypeAlias = Literal["parallel", "sequential"]
+SteeringPolicy: TypeAlias = Literal["after_batch", "at_tool_boundary"]
+"""When a steering message goes in: after the tool batch (pi's), or at once, stopping the calls
+of the batch not yet finished (pi#4001)."""
 
 
 class EventSink(Protocol):
@@ -149,7 +153,14 @@ class AgentLoopConfig:
     Additions beyond pi 0.73.1 (their defaults keep its behaviour): ``max_parallel_tools``, at
     most that many tool calls of a parallel batch execute at once, the others start in source
     order as places free up (events and write-back order unchanged); ``tool_timeout``, the time
-    limit in seconds of a tool call whose ``AgentTool.timeout`` is None.
+    limit in seconds of a tool call whose ``AgentTool.timeout`` is None; ``steering_policy``,
+    "after_batch" (pi's) or "at_tool_boundary" (pi#4001): a steering message queued while a
+    batch runs stops the calls not yet finished (the ones not started are not run, the running
+    ones are cancelled; a call that finished keeps its result), their error results say a
+    steering message was queued, and the steer goes in before the next request.
+    ``wait_for_steering`` is how the batch hears of it: called (synchronously) when a batch
+    starts, it returns an awaitable that completes when a steering message is queued after
+    that call (``pt.Agent`` gives its own; required with "at_tool_boundary").
 
     pi 1.x hooks, as additions: ``finish_turn(turn) -> "end" | "continue" | None`` runs right
     before each ``turn_end`` (also after a response that failed; not in an abort's close-out,
@@ -176,6 +187,10 @@ class AgentLoopConfig:
     close_timeout: float = attrs.field(default=5.0, kw_only=True)
     max_parallel_tools: int | None = attrs.field(default=None, kw_only=True)
     tool_timeout: float | None = attrs.field(default=None, kw_only=True)
+    steering_policy: SteeringPolicy = attrs.field(default="after_batch", kw_only=True)
+    wait_for_steering: Callable[[], Awaitable[None]] | None = attrs.field(
+        default=None, kw_only=True
+    )
     finish_turn: FinishTurn | None = attrs.field(default=None, kw_only=True)
     prepare_request: PrepareRequest | None = attrs.field(default=None, kw_only=True)
     prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, kw_only=True)
@@ -187,3 +202,14 @@ class AgentLoopConfig:
             )
         if self.tool_timeout is not None and not self.tool_timeout > 0:
             raise ValueError(f"tool_timeout must be > 0 seconds or None, got {self.tool_timeout!r}")
+        if self.steering_policy not in ("after_batch", "at_tool_boundary"):
+            raise ValueError(
+                'steering_policy must be "after_batch" or "at_tool_boundary", '
+                f"got {self.steering_policy!r}"
+            )
+        if self.steering_policy == "at_tool_boundary" and self.wait_for_steering is None:
+            raise ValueError(
+                'steering_policy="at_tool_boundary" needs wait_for_steering (a function returning '
+                "an awaitable that completes when a steering message is queued); pt.Agent "
+                "passes its own"
+            )

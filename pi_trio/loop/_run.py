@@ -449,6 +449,11 @@ class _Run:
                 after_tool_call=config.after_tool_call,
                 max_parallel=config.max_parallel_tools,
                 tool_timeout=config.tool_timeout,
+                steering=(
+                    config.wait_for_steering
+                    if config.steering_policy == "at_tool_boundary"
+                    else None
+                ),
             )
             self.phase = Phase.RUNNING_TOOLS
         else:

@@ -18,6 +18,7 @@ cancellation) ends the batch with that exception, plain, never inside an excepti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -106,6 +107,18 @@ def _timed_out(tool: AgentTool, timeout: float) -> ToolResult:
     return ToolResult([TextContent(text)], details=details, is_error=True)
 
 
+def _steered(name: str, *, started: bool, abandoned: bool = False) -> ToolResult:
+    """The result of a call that a steering message stopped ("at_tool_boundary")."""
+    if started:
+        text = f"Tool {name} was stopped: a steering message was queued while it ran"
+    else:
+        text = f"Tool {name} was not run: a steering message was queued before it started"
+    details: dict[str, Any] = {"stopped_by": "steering", "started": started}
+    if abandoned:
+        details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
+    return ToolResult([TextContent(text)], details=details, is_error=True)
+
+
 def _as_tool_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
@@ -129,6 +142,7 @@ class _Slot:
     args: Any = None
     started_at: float | None = None  # the run's clock when execution began
     ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
+    scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -149,6 +163,9 @@ class ToolBatch:
         max_parallel: at most this many calls execute at once (None: all); the others wait
             and start in source order.
         tool_timeout: the time limit of a call whose tool sets none (None: no limit).
+        steering: ``steering_policy="at_tool_boundary"``: called when the batch starts, it
+            returns an awaitable that completes when a steering message is queued after that;
+            the calls not finished by then are stopped (None: pi's "after_batch").
     """
 
     def __init__(
@@ -165,6 +182,7 @@ class ToolBatch:
         after_tool_call: AfterToolCall | None = None,
         max_parallel: int | None = None,
         tool_timeout: float | None = None,
+        steering: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.assistant = assistant
         self.calls = calls
@@ -177,6 +195,8 @@ class ToolBatch:
         self._after = after_tool_call
         self._max_parallel = max_parallel
         self._tool_timeout = tool_timeout
+        self._steering = steering
+        self._steered = False  # a steering message came: unfinished calls stop
         slots: list[_Slot] = []
         for call in calls:  # loops, not generator expressions: this runs once per turn
             if not sequential:
@@ -202,6 +222,26 @@ class ToolBatch:
 
         On cancellation the slots say how far each call got; see :meth:`close_out`.
         """
+        if self._steering is None or refuse_with is not None:
+            await self._run_calls(refuse_with)
+            return
+        try:  # "at_tool_boundary": a watcher beside the calls, for as long as they run
+            arrival = self._steering()  # from now on: armed before any call can run
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_steering, arrival)
+                await self._run_calls(None)
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise plain_exception(group) from None
+
+    async def _watch_steering(self, arrival: Awaitable[None]) -> None:
+        await arrival
+        self._steered = True
+        for slot in self._slots:
+            if slot.scope is not None:
+                slot.scope.cancel(reason="a steering message was queued")
+
+    async def _run_calls(self, refuse_with: str | None) -> None:
         if self.sequential or refuse_with is not None:
             for slot in self._slots:
                 if await self._prepare(slot, refuse_with):
@@ -270,6 +310,9 @@ class ToolBatch:
         if refuse_with is not None:
             slot.result, slot.is_error = error_result(refuse_with), True
             return False
+        if self._steered:
+            slot.result, slot.is_error = _steered(call.name, started=False), True
+            return False
         tool = self._tools.get(call.name)
         if tool is None:
             slot.result, slot.is_error = error_result(f"Tool {call.name} not found"), True
@@ -310,9 +353,14 @@ class ToolBatch:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
+        if self._steered:  # steered while it waited for its place
+            slot.result, slot.is_error = _steered(call.name, started=False), True
+            return await self._end(slot)
         slot.started_at = self._now()
         try:
-            if timeout is None:
+            if self._steering is not None:
+                value = await self._run_steerable(slot, tool, timeout, on_update)
+            elif timeout is None:
                 value = await tool.run(call.id, slot.args, on_update)
             else:
                 with trio.move_on_after(timeout) as limit:
@@ -329,6 +377,24 @@ class ToolBatch:
             result, is_error = await self._after_tool_call(slot, result, is_error)
         slot.result, slot.is_error = result, is_error
         await self._end(slot)
+
+    async def _run_steerable(
+        self, slot: _Slot, tool: AgentTool, limit_s: float | None, on_update: Any
+    ) -> Any:
+        """Execute under a cancel scope the steering watcher can cancel. A call that
+        finished before the cancellation reached it keeps its own result."""
+        value: Any = None
+        with trio.CancelScope() as scope:
+            slot.scope = scope
+            with trio.move_on_after(math.inf if limit_s is None else limit_s) as limit:
+                value = await tool.run(slot.call.id, slot.args, on_update)
+        slot.scope = None
+        if scope.cancelled_caught:
+            return _steered(tool.name, started=True, abandoned=not tool.is_async)
+        if limit.cancelled_caught:
+            assert limit_s is not None
+            return _timed_out(tool, limit_s)
+        return value
 
     async def _after_tool_call(
         self, slot: _Slot, result: ToolResult, is_error: bool
