@@ -27,7 +27,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState, QueuedMessage, Recorder
+from .agent import Agent, AgentState, EventsReceiver, QueuedMessage, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -133,6 +133,7 @@ __all__ = [
     "ContinueError",
     "CustomMessage",
     "EventsOverflowError",
+    "EventsReceiver",
     "ImageContent",
     "Message",
     "MessageEnd",

@@ -6,6 +6,7 @@ from ._agent import Agent, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._recorder import QueueKind, Recorder
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
+from ._subscriptions import ChannelEvent, EventsReceiver, OverflowPolicy
 from ._texts import BUSY_CONTINUE, BUSY_PROMPT, CONTINUE_FROM_ASSISTANT, NOTHING_TO_CONTINUE
 
 __all__ = [
@@ -16,7 +17,10 @@ __all__ = [
     "NOTHING_TO_CONTINUE",
     "Agent",
     "AgentState",
+    "ChannelEvent",
+    "EventsReceiver",
     "Listener",
+    "OverflowPolicy",
     "QueueKind",
     "QueueMode",
     "QueuedMessage",

@@ -123,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--token",
         help="bearer token clients must send (default: $PI_TRIO_PROXY_TOKEN; one is required)",
     )
+    proxy.add_argument(
+        "--model", action="append", default=[], metavar="PROVIDER/ID",
+        help="serve exactly this model (repeatable; any id for providers that take any, such "
+        "as ollama/qwen3:8b); default: every model of the built-in registry",
+    )  # fmt: skip
+    proxy.add_argument(
+        "--base-url", help="the server of the --model models (a local Ollama elsewhere, say)"
+    )
     from ._stress import add_parser as add_stress_parser
 
     add_stress_parser(commands)
@@ -152,7 +160,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from ._agents import SYSTEM_PROMPT, agent_factory
 
     if args.command == "proxy":
-        return _proxy(args.host, args.port, args.token)
+        return _proxy(args.host, args.port, args.token, args.model, args.base_url)
     if args.command == "stress":
         from ._stress import run_command
 
@@ -207,7 +215,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-def _proxy(host: str, port: int, token: str | None) -> int:
+def _proxy(
+    host: str, port: int, token: str | None, models: list[str], base_url: str | None
+) -> int:
     import os
 
     from .._errors import PiError
@@ -219,8 +229,11 @@ def _proxy(host: str, port: int, token: str | None) -> int:
             f"the proxy needs a bearer token for its clients: pass --token TOKEN "
             f"or set {TOKEN_ENV_VAR}"
         )
+    if base_url is not None and not models:
+        raise CliError("--base-url goes with --model: name the models that server answers for")
+    served = [resolve_model(spec, base_url) for spec in models] or None
     try:
-        server = ProxyServer(token=token, host=host, port=port)
+        server = ProxyServer(token=token, host=host, port=port, models=served)
     except PiError as exc:
         raise CliError(str(exc)) from None
 

@@ -373,7 +373,10 @@ def open_http_server(
         url: the endpoint.
         headers: sent with every request (an ``Authorization`` header, say); never logged.
         name: the server's name in errors (default: the URL without query or credentials).
-        timeout, tool_timeouts, connect_timeout, mode: as for :func:`open_stdio_server`.
+        timeout: as for :func:`open_stdio_server`.
+        tool_timeouts: as for :func:`open_stdio_server`.
+        connect_timeout: as for :func:`open_stdio_server`.
+        mode: as for :func:`open_stdio_server`.
 
     Raises:
         McpServerError: the server could not be reached or did not complete the handshake.

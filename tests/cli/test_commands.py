@@ -139,3 +139,36 @@ def test_proxy_command_listens_on_localhost() -> None:
     finally:
         proc.proc.terminate()
         proc.close()
+
+
+@pytest.mark.trio
+async def test_proxy_serves_the_models_it_is_given_registry_or_not() -> None:
+    # an Ollama model the registry does not list, on a server that is down: the proxy accepts
+    # the model (the failure is the upstream connection), and refuses one it was not given
+    proc = Process(
+        "proxy", "--port", "0", "--token", "secret",
+        "--model", "ollama/qwen3:8b", "--base-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    try:
+        end = proc.expect("listening on http://127.0.0.1:")
+        url = "http://127.0.0.1:" + proc.text[end:].split()[0].rstrip("/")
+        errors = []
+        for model_id in ("qwen3:8b", "llama3.2"):
+            model = pt.Model(
+                id=model_id, name=model_id, api="openai-completions", provider="ollama",
+                base_url="http://elsewhere", input=("text",), cost=pt.ModelCost(),
+                context_window=8192, max_tokens=1024,
+            )  # fmt: skip
+            agent = pt.Agent(pt.AgentState(model=model), stream_fn=pt.stream_proxy(url, "secret"))
+            await agent.prompt("hi")
+            errors.append(agent.state.error_message or "")
+        assert "400" not in errors[0] and "127.0.0.1:9" in errors[0], errors[0]  # upstream down
+        assert "ollama/llama3.2 is not served here; served: ollama/qwen3:8b" in errors[1]
+    finally:
+        proc.proc.terminate()
+        proc.close()
+
+
+def test_proxy_base_url_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["proxy", "--token", "t", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "--base-url goes with --model" in capsys.readouterr().err
