@@ -177,3 +177,25 @@ async def test_an_abort_during_finish_turn_closes_the_run(
         agent.abort()
     assert_event_grammar(events)
     assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+async def test_prepare_next_turn_can_replace_the_tools_of_later_requests() -> None:
+    async def _later(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        return pt.ToolResult([pt.TextContent("later ran")])
+
+    later = pt.AgentTool("later", "Later", "added mid-run", SCHEMA, _later)
+
+    def prepare_next_turn(turn: pt.ShouldStopAfterTurnContext) -> pt.TurnUpdate:
+        return pt.TurnUpdate(tools=[NOOP, later])
+
+    agent, stream, events = _agent(
+        [_tool_turn(), faux.assistant_message([faux.tool_call("later", {}, id="l")]), "done"],
+        prepare_next_turn=prepare_next_turn,
+    )
+    await agent.prompt("go")
+    offered = [[tool.name for tool in context.tools] for _, context, _ in stream.requests]
+    assert offered == [["noop"], ["noop", "later"], ["noop", "later"]]
+    last_result = [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)][-1]
+    assert last_result.content == [pt.TextContent("later ran")] and not last_result.is_error
+    assert_event_grammar(events)
+    assert_transcript_valid(agent.state.messages)

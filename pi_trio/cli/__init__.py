@@ -215,9 +215,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-def _proxy(
-    host: str, port: int, token: str | None, models: list[str], base_url: str | None
-) -> int:
+def _proxy(host: str, port: int, token: str | None, models: list[str], base_url: str | None) -> int:
     import os
 
     from .._errors import PiError

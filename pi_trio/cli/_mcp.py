@@ -1,8 +1,9 @@
 """``pi-trio chat --mcp "cmd args"`` / ``--mcp-url URL``: MCP servers' tools in the chat.
 
 Each server's tools join the agent's own, prefixed ``mcp1_``, ``mcp2_``, ... in the order the
-options were given, and are listed afresh before a prompt when a server announced
-``tools/list_changed``. The servers live for the whole chat (one ``open_*`` block each).
+options were given, and are listed afresh when a server announced ``tools/list_changed``:
+before a prompt, and within a run before its next model call (through the agent's
+``prepare_next_turn``). The servers live for the whole chat (one ``open_*`` block each).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ import shlex
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+import attrs
+
+from .._callbacks import call_maybe_async
 from ..agent import Agent
+from ..loop import TurnContext, TurnUpdate
 from ..tools import AgentTool
 from ._models import CliError
 
@@ -58,5 +63,17 @@ async def open_mcp_tools(
                 *(tool for index in sorted(listed) for tool in listed[index]),
             ]
 
+        async def between_turns(turn: TurnContext) -> TurnUpdate | None:
+            update = await call_maybe_async(user_hook, turn) if user_hook is not None else None
+            if not any(server.tools_changed for server in servers):
+                return update
+            await refresh()
+            return attrs.evolve(update or TurnUpdate(), tools=agent.state.tools)
+
+        user_hook = agent.prepare_next_turn
+        agent.prepare_next_turn = between_turns
         await refresh()
-        yield refresh
+        try:
+            yield refresh
+        finally:
+            agent.prepare_next_turn = user_hook

@@ -11,7 +11,7 @@ from ..events import AgentEvent
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ..tools import AfterToolCall, AgentContext, AgentTool, BeforeToolCall
 
 __all__ = [
     "AgentLoopConfig",
@@ -105,11 +105,14 @@ class RequestUpdate:
 @attrs.frozen
 class TurnUpdate:
     """What ``prepare_next_turn`` may change before the next turn: ``messages`` to add (with
-    their message_start/end), and the ``model`` / ``thinking_level`` of later requests."""
+    their message_start/end), the ``model`` / ``thinking_level`` of later requests, and the
+    ``tools`` of later requests and their calls (an MCP server's changed list, say; newer pi
+    replaces the next request's whole context for the same purpose)."""
 
     messages: Sequence[AgentMessage] = ()
     model: Model | None = None
     thinking_level: str | None = None
+    tools: Sequence[AgentTool] | None = None
 
 
 # Hooks may be async (the usual case) or plain functions.

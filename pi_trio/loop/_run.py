@@ -47,10 +47,18 @@ from ..events import (
     TurnEnd,
     TurnStart,
 )
-from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage, Usage
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    Context,
+    Message,
+    Tool,
+    ToolResultMessage,
+    Usage,
+)
 from ..models import Model
 from ..providers import StreamOptions, stream_simple
-from ..tools import AgentContext, ToolBatch
+from ..tools import AgentContext, AgentTool, ToolBatch
 from ._close import close_run
 from ._config import (
     AgentLoopConfig,
@@ -101,8 +109,9 @@ class _Run:
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
         self.sink_closing: Callable[[], None] | None = getattr(sink, "closing", None)
         self.stream_fn = config.stream_fn or stream_simple
-        self.tools = {tool.name: tool for tool in context.tools}
-        self.tool_specs = tuple(tool.spec for tool in context.tools)
+        self.tools: dict[str, AgentTool] = {}
+        self.tool_specs: tuple[Tool, ...] = ()
+        self._use_tools(context.tools)
         incremental = config.convert_to_llm is None and config.transform_context is None
         self.transcript = Transcript(context.messages, incremental_llm=incremental)
         self.phase = Phase.BETWEEN_TURNS
@@ -114,6 +123,12 @@ class _Run:
         self.failure: BaseException | None = None
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.scope = trio.CancelScope()
+
+    def _use_tools(self, tools: Sequence[AgentTool]) -> None:
+        """The tools the next requests offer and their calls run (from the run's start, or a
+        ``prepare_next_turn`` that replaced them)."""
+        self.tools = {tool.name: tool for tool in tools}
+        self.tool_specs = tuple(tool.spec for tool in tools)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -314,6 +329,9 @@ class _Run:
             self.transcript.take(list(update.messages))
             if update.model is not None:
                 self.model = update.model
+            if update.tools is not None:
+                self._use_tools(update.tools)
+                self.context = attrs.evolve(self.context, tools=list(update.tools))
             if update.thinking_level is not None:
                 level = None if update.thinking_level == "off" else update.thinking_level
                 self.options = attrs.evolve(self.options, reasoning=level)

@@ -55,3 +55,27 @@ def test_chat_with_mcp_options_starts_and_a_bad_server_is_a_clear_error(
     )  # fmt: skip
     assert bad.returncode == 2
     assert "pi-trio: error: MCP server" in bad.stderr and "could not connect" in bad.stderr
+
+
+async def test_a_list_changed_during_a_run_reaches_its_next_model_call() -> None:
+    # the model calls grow (the server adds "extra" and announces it), then calls extra in the
+    # same run: the tools were listed afresh before that second request
+    scripted = faux.FauxModel(
+        [
+            faux.assistant_message([faux.tool_call("mcp1_grow", {}, id="g")]),
+            faux.assistant_message([faux.tool_call("mcp1_extra", {}, id="x")]),
+            faux.assistant_message("done"),
+        ]
+    )
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    with trio.fail_after(LIMIT):
+        async with open_mcp_tools(agent, [COMMAND], []):
+            assert "mcp1_extra" not in _names(agent)
+            await agent.prompt("grow, then use the new tool")
+    offered = [{tool.name for tool in call.context.tools} for call in scripted.calls]
+    assert "mcp1_extra" not in offered[0] and "mcp1_extra" in offered[1]
+    results = {
+        m.tool_call_id: m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)
+    }
+    assert not results["x"].is_error, results["x"]
+    assert agent.prepare_next_turn is None  # the block put the agent's own hook back
