@@ -171,12 +171,13 @@ async def test_a_call_that_finished_before_the_stop_reached_it_keeps_its_result(
     await agent.prompt("go")
     results = _results(agent)
     assert _text(results["c0"]) == "steerer done" and not results["c0"].is_error
-    assert results["c1"].details == {"stopped_by": "steering", "started": True}
+    # c1 is stopped or never started, depending on which task the scheduler ran first
+    assert results["c1"].is_error and results["c1"].details["stopped_by"] == "steering"  # type: ignore[index]
 
 
 def test_the_policy_is_checked_where_it_is_given() -> None:
     model = faux.FauxModel([]).model
     with pytest.raises(ValueError, match="steering_policy must be"):
         pt.AgentLoopConfig(model, steering_policy="sometimes")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="needs wait_for_steering"):
+    with pytest.raises(ValueError, match="needs steering_signal"):
         pt.AgentLoopConfig(model, steering_policy="at_tool_boundary")

@@ -38,7 +38,7 @@ from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._budgets import Budgets
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
-from ._loop_config import loop_config
+from ._loop_config import check_settings, loop_config
 from ._queues import Queues
 from ._recorder import Recorder
 from ._state import DEFAULT_MODEL, AgentState
@@ -133,6 +133,7 @@ class Agent:
         self._queues = Queues(steering_mode, follow_up_mode, self._delivery)
         self._steering = self._queues.steering
         self._follow_ups = self._queues.follow_ups
+        check_settings(self)
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
         self._outer_nurseries: frozenset[trio.Nursery] = frozenset()
@@ -421,6 +422,8 @@ class Agent:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         state = self._state
+        # first: a bad setting raises here, before this agent counts as running
+        config = loop_config(self, skip_initial_steering_poll)
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
         self._outer_nurseries = frozenset(self._run_task.child_nurseries)
@@ -431,7 +434,6 @@ class Agent:
         delivery.begin_run()
         # one transcript: the loop appends to state.messages itself, at each message_end
         context = AgentContext(state.system_prompt, state.messages, list(state.tools))
-        config = loop_config(self, skip_initial_steering_poll)
         try:
             with scope:
                 if prompts is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Literal, TypeAlias, final
 
 import attrs
@@ -63,14 +63,13 @@ class Inbox:
             arrival.set()
         return item
 
-    def next_put(self) -> Awaitable[None]:
-        """An awaitable that completes when a message is put after this call (one queued
-        already does not count; a replacement or a removal is no arrival). The call itself
-        is synchronous, so nothing put between it and the await is missed. Cancelling the
-        await stops waiting, nothing else."""
+    def next_put(self) -> trio.Event:
+        """An event set when a message is put after this call (one queued already does not
+        count; a replacement or a removal is no arrival). Synchronous, so the caller can
+        check ``is_set()`` at any moment and ``await wait()`` when it has nothing else to do."""
         if self._arrival is None:
             self._arrival = trio.Event()
-        return self._arrival.wait()
+        return self._arrival
 
     def __len__(self) -> int:
         return self._queued

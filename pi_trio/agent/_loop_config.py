@@ -5,13 +5,31 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import attrs
+import trio
 
 from ..loop import AgentLoopConfig
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["loop_config"]
+__all__ = ["check_settings", "loop_config"]
+
+
+def check_settings(agent: Agent) -> None:
+    """Refuse at once what a run's configuration would refuse (``Agent()`` raises, not its
+    first ``prompt()``).
+
+    Raises:
+        ValueError: ``max_parallel_tools``, ``tool_timeout`` or ``steering_policy`` out of
+            range.
+    """
+    AgentLoopConfig(
+        agent.state.model,
+        max_parallel_tools=agent.max_parallel_tools,
+        tool_timeout=agent.tool_timeout,
+        steering_policy=agent.steering_policy,
+        steering_signal=trio.Event,
+    )
 
 
 def loop_config(agent: Agent, skip_initial_steering_poll: bool) -> AgentLoopConfig:
@@ -53,7 +71,7 @@ def loop_config(agent: Agent, skip_initial_steering_poll: bool) -> AgentLoopConf
         max_parallel_tools=agent.max_parallel_tools,
         tool_timeout=agent.tool_timeout,
         steering_policy=agent.steering_policy,
-        wait_for_steering=queues.steering.next_put,
+        steering_signal=queues.steering.next_put,
         finish_turn=finish_turn,
         prepare_request=agent.prepare_request,
         prepare_next_turn=agent.prepare_next_turn,

@@ -229,6 +229,11 @@ def _proxy(host: str, port: int, token: str | None, models: list[str], base_url:
         )
     if base_url is not None and not models:
         raise CliError("--base-url goes with --model: name the models that server answers for")
+    if SCRIPTED in models:
+        raise CliError(
+            f"the proxy serves real models; {SCRIPTED!r} is the scripted model of demo and chat: "
+            "give --model provider/id (e.g. ollama/qwen3:8b)"
+        )
     served = [resolve_model(spec, base_url) for spec in models] or None
     try:
         server = ProxyServer(token=token, host=host, port=port, models=served)

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol, TypeAlias, final
 
 import attrs
+import trio
 
 from ..events import AgentEvent
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
@@ -101,6 +102,28 @@ class RequestUpdate:
     options: StreamOptions | None = None
 
 
+def _tools_or_none(tools: Sequence[AgentTool] | None) -> list[AgentTool] | None:
+    """A list of the tools, refusing what is not a list of uniquely named ``AgentTool``s.
+
+    Raises:
+        TypeError: an item is not an ``AgentTool`` (or a single tool was given, not a list).
+        ValueError: two tools have one name.
+    """
+    if tools is None:
+        return None
+    if isinstance(tools, AgentTool | str | bytes):
+        raise TypeError("TurnUpdate(tools=...) wants a list of AgentTool; write [tool]")
+    listed = list(tools)
+    names: set[str] = set()
+    for i, tool in enumerate(listed):
+        if not isinstance(tool, AgentTool):
+            raise TypeError(f"TurnUpdate tools[{i}] is a {type(tool).__name__}, not an AgentTool")
+        if tool.name in names:
+            raise ValueError(f"TurnUpdate tools: two tools are named {tool.name!r}")
+        names.add(tool.name)
+    return listed
+
+
 @final
 @attrs.frozen
 class TurnUpdate:
@@ -112,7 +135,7 @@ class TurnUpdate:
     messages: Sequence[AgentMessage] = ()
     model: Model | None = None
     thinking_level: str | None = None
-    tools: Sequence[AgentTool] | None = None
+    tools: Sequence[AgentTool] | None = attrs.field(default=None, converter=_tools_or_none)
 
 
 # Hooks may be async (the usual case) or plain functions.
@@ -161,9 +184,9 @@ class AgentLoopConfig:
     batch runs stops the calls not yet finished (the ones not started are not run, the running
     ones are cancelled; a call that finished keeps its result), their error results say a
     steering message was queued, and the steer goes in before the next request.
-    ``wait_for_steering`` is how the batch hears of it: called (synchronously) when a batch
-    starts, it returns an awaitable that completes when a steering message is queued after
-    that call (``pt.Agent`` gives its own; required with "at_tool_boundary").
+    ``steering_signal`` is how the batch hears of it: called when a batch starts, it returns
+    a ``trio.Event`` that is set when a steering message is queued after that call
+    (``pt.Agent`` gives its own; required with "at_tool_boundary").
 
     pi 1.x hooks, as additions: ``finish_turn(turn) -> "end" | "continue" | None`` runs right
     before each ``turn_end`` (also after a response that failed; not in an abort's close-out,
@@ -191,9 +214,7 @@ class AgentLoopConfig:
     max_parallel_tools: int | None = attrs.field(default=None, kw_only=True)
     tool_timeout: float | None = attrs.field(default=None, kw_only=True)
     steering_policy: SteeringPolicy = attrs.field(default="after_batch", kw_only=True)
-    wait_for_steering: Callable[[], Awaitable[None]] | None = attrs.field(
-        default=None, kw_only=True
-    )
+    steering_signal: Callable[[], trio.Event] | None = attrs.field(default=None, kw_only=True)
     finish_turn: FinishTurn | None = attrs.field(default=None, kw_only=True)
     prepare_request: PrepareRequest | None = attrs.field(default=None, kw_only=True)
     prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, kw_only=True)
@@ -210,9 +231,9 @@ class AgentLoopConfig:
                 'steering_policy must be "after_batch" or "at_tool_boundary", '
                 f"got {self.steering_policy!r}"
             )
-        if self.steering_policy == "at_tool_boundary" and self.wait_for_steering is None:
+        if self.steering_policy == "at_tool_boundary" and not callable(self.steering_signal):
             raise ValueError(
-                'steering_policy="at_tool_boundary" needs wait_for_steering (a function returning '
-                "an awaitable that completes when a steering message is queued); pt.Agent "
-                "passes its own"
+                'steering_policy="at_tool_boundary" needs steering_signal (a function returning '
+                "a trio.Event that is set when a steering message is queued); pt.Agent passes "
+                "its own"
             )

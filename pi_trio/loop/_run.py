@@ -226,9 +226,10 @@ class _Run:
             taken = source()
             if is_awaitable(taken):
                 taken = await taken
-        except Exception as exc:
+            messages = list(taken) if taken else ()
+        except Exception as exc:  # a failing source, or one that returned no list
             await self._fail(exc)
-        return self.transcript.take(list(taken)) if taken else False
+        return self.transcript.take(messages)
 
     async def _loop(self) -> None:
         config = self.config
@@ -278,7 +279,10 @@ class _Run:
                     if message.stop_reason == "length":
                         names = ", ".join(call.name for call in batch.calls)
                         refuse = LENGTH_TOOL_TEXT.format(name=names)
-                    await batch.run(refuse)
+                    try:
+                        await batch.run(refuse)
+                    except Exception as exc:  # a hook of the batch itself (steering_signal)
+                        await self._fail(exc)
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
                     self.reply = None if more_tool_calls else message
@@ -468,9 +472,7 @@ class _Run:
                 max_parallel=config.max_parallel_tools,
                 tool_timeout=config.tool_timeout,
                 steering=(
-                    config.wait_for_steering
-                    if config.steering_policy == "at_tool_boundary"
-                    else None
+                    config.steering_signal if config.steering_policy == "at_tool_boundary" else None
                 ),
             )
             self.phase = Phase.RUNNING_TOOLS

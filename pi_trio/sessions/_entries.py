@@ -28,6 +28,7 @@ Kinds and their ``data``:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
@@ -130,12 +131,30 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_default)
+_ENCODER: Final = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, default=_default, allow_nan=False
+)
 
 
 def dumps(payload: Any) -> str:
-    """The JSON text stored for a payload of plain JSON values (pi's JSON already applied)."""
-    return _ENCODER.encode(payload)
+    """The JSON text stored for a payload of plain JSON values (pi's JSON already applied).
+
+    NaN and the infinities become ``null``, as ``JSON.stringify`` writes them (JSON has no
+    such numbers, and the reader refuses them)."""
+    try:
+        return _ENCODER.encode(payload)
+    except ValueError:  # a non-finite float somewhere: the slow path, rarely taken
+        return _ENCODER.encode(_finite(payload))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:

@@ -21,14 +21,32 @@ one or two commits, not N.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from .._errors import SessionBusyError
-from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageUpdate, ToolExecutionEnd
-from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, now_ms
+from ..events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    MessageEnd,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolResult,
+)
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    now_ms,
+)
 from ..models import Model
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 from ..wire import to_json
@@ -39,6 +57,8 @@ if TYPE_CHECKING:
     from ..agent import Agent, AgentState
 
 __all__ = ["SessionRecorder", "durable_before_tool_call", "settings_json"]
+
+logger = logging.getLogger("pi_trio.sessions")
 
 
 _now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)
@@ -90,6 +110,33 @@ def _encode(note: Note) -> Row:
     return (note.seq, kind, dumps(data), note.time, FORMAT_VERSION)
 
 
+def _encode_or_stand_in(session_id: str, note: Note) -> Row:
+    """``_encode(note)``; a tool result or message pi's JSON cannot hold (details nested too
+    deep, say) is logged with ``details`` saying why, instead of blocking every later commit."""
+    try:
+        return _encode(note)
+    except Exception as exc:  # WireFormatError, RecursionError, a __str__ that raises...
+        why = f"not storable in the session log: {type(exc).__name__}: {exc}"
+        logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
+        payload = note.payload
+        if isinstance(payload, ToolExecutionEnd):
+            result = ToolResult(payload.result.content, details={"unstorable": why})
+            payload = attrs.evolve(payload, result=result)
+        elif isinstance(payload, ToolResultMessage):
+            payload = attrs.evolve(payload, details={"unstorable": why})
+        else:
+            raise
+        try:
+            return _encode(attrs.evolve(note, payload=payload))
+        except Exception:  # the content too: only the text says what happened
+            text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
+            if isinstance(payload, ToolExecutionEnd):
+                payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
+            else:
+                payload = attrs.evolve(payload, content=text)
+            return _encode(attrs.evolve(note, payload=payload))
+
+
 class SessionRecorder:
     """Writes one agent's session log under one lease (see the module docstring).
 
@@ -125,8 +172,10 @@ class SessionRecorder:
         """Log intents with their assistant message (set when no ``before_tool_call`` hook of
         the application's runs; see :meth:`_note_early_intents`)."""
         self._early: set[str] = set()
-        # tool_result notes by call id, until their result message ends (see _rebuildable)
+        # tool_result notes by call id, until their result message ends (see _rebuildable),
+        # and the JSON each was committed with (by seq)
         self._results: dict[str, Note] = {}
+        self._result_rows: dict[int, str] = {}
 
     @property
     def session_id(self) -> str:
@@ -192,18 +241,24 @@ class SessionRecorder:
     def _rebuildable(self, message: ToolResultMessage) -> bool:
         """True when a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
         loader turns a logged result without its message into the message; see
-        ``_logged_result``): then the message needs no commit of its own before its end."""
+        ``_logged_result``): then the message needs no commit of its own before its end.
+        Compared as committed JSON, so a result changed after its entry was written (a
+        ``details`` dict shared between calls) does not count as rebuilt."""
         note = self._results.pop(message.tool_call_id, None)
-        if note is None or note.seq > self._durable_seq:
+        if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
             return False
-        end = note.payload
-        return (
-            message.timestamp == note.time
-            and message.tool_name == end.tool_name
-            and message.content is end.result.content
-            and message.details is end.result.details
-            and message.is_error == end.is_error
+        committed = self._result_rows.pop(note.seq, None)
+        end = ToolExecutionEnd(
+            message.tool_call_id,
+            message.tool_name,
+            ToolResult(message.content, message.details),
+            message.is_error,
         )
+        try:
+            now = _encode(Note(note.seq, "tool_result", end, note.time))[2]
+        except Exception:  # not encodable as it stands: let the flush deal with it
+            return False
+        return committed is not None and now == committed
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.
@@ -244,6 +299,7 @@ class SessionRecorder:
 
     def _run_start(self) -> None:
         self._results.clear()  # a result whose message never ended (a failed close-out)
+        self._result_rows.clear()
         agent = self.agent
         if agent is not None:
             state = agent.state
@@ -327,7 +383,11 @@ class SessionRecorder:
                 return
             done = self._writing = trio.Event()
             try:
-                await self._backend.append(self._lease, [_encode(note) for note in notes])
+                rows = [_encode_or_stand_in(self.session_id, note) for note in notes]
+                for note, row in zip(notes, rows, strict=True):
+                    if note.kind == "tool_result" and note.payload.tool_call_id in self._results:
+                        self._result_rows[note.seq] = row[2]
+                await self._backend.append(self._lease, rows)
             except BaseException as exc:
                 self._pending[:0] = notes
                 if isinstance(exc, SessionBusyError):

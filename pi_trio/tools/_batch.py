@@ -164,8 +164,8 @@ class ToolBatch:
             and start in source order.
         tool_timeout: the time limit of a call whose tool sets none (None: no limit).
         steering: ``steering_policy="at_tool_boundary"``: called when the batch starts, it
-            returns an awaitable that completes when a steering message is queued after that;
-            the calls not finished by then are stopped (None: pi's "after_batch").
+            returns a ``trio.Event`` set when a steering message is queued after that; the
+            calls not finished by then are stopped (None: pi's "after_batch").
     """
 
     def __init__(
@@ -182,7 +182,7 @@ class ToolBatch:
         after_tool_call: AfterToolCall | None = None,
         max_parallel: int | None = None,
         tool_timeout: float | None = None,
-        steering: Callable[[], Awaitable[None]] | None = None,
+        steering: Callable[[], trio.Event] | None = None,
     ) -> None:
         self.assistant = assistant
         self.calls = calls
@@ -196,7 +196,7 @@ class ToolBatch:
         self._max_parallel = max_parallel
         self._tool_timeout = tool_timeout
         self._steering = steering
-        self._steered = False  # a steering message came: unfinished calls stop
+        self._arrival: trio.Event | None = None  # set when a steer came: unfinished calls stop
         slots: list[_Slot] = []
         for call in calls:  # loops, not generator expressions: this runs once per turn
             if not sequential:
@@ -225,8 +225,11 @@ class ToolBatch:
         if self._steering is None or refuse_with is not None:
             await self._run_calls(refuse_with)
             return
+        arrival = self._steering()  # armed before any call can run
+        if not isinstance(arrival, trio.Event):
+            raise TypeError(f"steering_signal must return a trio.Event, got {arrival!r}")
+        self._arrival = arrival
         try:  # "at_tool_boundary": a watcher beside the calls, for as long as they run
-            arrival = self._steering()  # from now on: armed before any call can run
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch_steering, arrival)
                 await self._run_calls(None)
@@ -234,9 +237,8 @@ class ToolBatch:
         except BaseExceptionGroup as group:
             raise plain_exception(group) from None
 
-    async def _watch_steering(self, arrival: Awaitable[None]) -> None:
-        await arrival
-        self._steered = True
+    async def _watch_steering(self, arrival: trio.Event) -> None:
+        await arrival.wait()
         for slot in self._slots:
             if slot.scope is not None:
                 slot.scope.cancel(reason="a steering message was queued")
@@ -310,7 +312,7 @@ class ToolBatch:
         if refuse_with is not None:
             slot.result, slot.is_error = error_result(refuse_with), True
             return False
-        if self._steered:
+        if self._arrival is not None and self._arrival.is_set():
             slot.result, slot.is_error = _steered(call.name, started=False), True
             return False
         tool = self._tools.get(call.name)
@@ -353,7 +355,7 @@ class ToolBatch:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
-        if self._steered:  # steered while it waited for its place
+        if self._arrival is not None and self._arrival.is_set():  # steered while it waited
             slot.result, slot.is_error = _steered(call.name, started=False), True
             return await self._end(slot)
         slot.started_at = self._now()
