@@ -60,6 +60,9 @@ class Lease:
     last_seq: int
     """The highest ``seq`` in the log when the lease was taken (0: an empty or new session)."""
     created: bool
+    ttl: float | None = None
+    """Seconds the lease lasts unless renewed (PostgreSQL); None: until released (SQLite, where
+    a holder whose process is gone is known to be dead)."""
 
 
 @attrs.frozen
@@ -90,12 +93,14 @@ class SessionBackend(Protocol):
         holder has it, return a description of that holder instead."""
         ...
 
-    async def release(self, lease: Lease) -> None:
-        """Give the lease back (a no-op when it is no longer current)."""
+    async def release(self, lease: Lease, *, idle: bool = False) -> None:
+        """Give the lease back (a no-op when it is no longer current); ``idle``: the holder
+        leaves no queued work (a worker pool claims only sessions with work)."""
         ...
 
-    async def append(self, lease: Lease, rows: Sequence[Row]) -> None:
-        """Commit ``rows`` in one transaction that checks the lease's epoch first.
+    async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
+        """Commit ``rows`` in one transaction that checks the lease's epoch first, and that
+        deletes the ``inbox`` rows (``store.enqueue``) they move into the log.
 
         Raises:
             pt.SessionBusyError: the lease is no longer current (nothing was written).

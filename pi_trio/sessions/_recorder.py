@@ -81,8 +81,10 @@ def _encode(note: Note) -> Row:
         call: ToolCall = payload
         data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
     elif kind == "queued":
-        queue, message = payload
+        queue, message, inbox = payload
         data = {"queue": queue, "message": to_json(message)}
+        if inbox is not None:
+            data["inbox"] = inbox  # the store.enqueue() row it was moved from
     elif kind == "transcript":
         data = {"messages": [to_json(message) for message in payload]}
     else:
@@ -127,6 +129,9 @@ class SessionRecorder:
         self._early: set[str] = set()
         # tool_result notes by call id, until their result message ends (see _rebuildable)
         self._results: dict[str, Note] = {}
+        self.from_inbox: int | None = None
+        """Set while an inbox row is queued (see ``pull_inbox``): its ``queued`` entry names
+        the row, and the commit that logs it deletes the row."""
 
     @property
     def session_id(self) -> str:
@@ -282,7 +287,7 @@ class SessionRecorder:
         """Note a ``steer()``/``follow_up()``; it is durable at the next flush (at the latest
         before a run takes it)."""
         queue = _queue_name(kind)
-        seq = self.note("queued", (queue, message))
+        seq = self.note("queued", (queue, message, self.from_inbox))
         self.adopt_queued(seq, queue, message)
 
     def adopt_queued(self, seq: int, queue: QueueName, message: AgentMessage) -> None:
@@ -327,7 +332,12 @@ class SessionRecorder:
                 return
             done = self._writing = trio.Event()
             try:
-                await self._backend.append(self._lease, [_encode(note) for note in notes])
+                rows = [_encode(note) for note in notes]
+                inbox = [n.payload[2] for n in notes if n.kind == "queued" and n.payload[2]]
+                if inbox:
+                    await self._backend.append(self._lease, rows, inbox)
+                else:
+                    await self._backend.append(self._lease, rows)
             except BaseException as exc:
                 self._pending[:0] = notes
                 if isinstance(exc, SessionBusyError):
@@ -338,6 +348,11 @@ class SessionRecorder:
             finally:
                 self._writing = None
                 done.set()
+
+    def lose(self, error: SessionBusyError) -> None:
+        """This holder lost the session: no more writes (``error`` is what flushes raise)."""
+        if self._failure is None:
+            self._failure = error
 
     def close(self) -> None:
         """No more writes under this lease (the ``open_agent`` block ended)."""

@@ -1,0 +1,158 @@
+"""The PostgreSQL backend's tables, SQL and messages (see :mod:`._postgres`)."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from typing import Any
+
+from .._errors import SessionBusyError, SessionLogError
+from ._backend import SCHEMA_VERSION, Lease
+
+__all__ = [
+    "APPLICATION",
+    "CHANNEL",
+    "INSERT",
+    "LOCK_KEY",
+    "NOW",
+    "SCHEMA",
+    "check_or_create",
+    "import_psycopg",
+    "lost",
+    "redact",
+    "scrub",
+]
+
+APPLICATION = "pi_trio.sessions"
+NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+LOCK_KEY = 0x7069_7472_696F  # "pitrio": serialises schema creation between processes
+CHANNEL = "pi_trio_inbox"
+
+SCHEMA = """
+CREATE TABLE pi_trio_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE pi_trio_sessions (
+    session_id text PRIMARY KEY,
+    created bigint NOT NULL,
+    epoch bigint NOT NULL,
+    holder text,
+    holder_pid bigint,
+    holder_start text,
+    lease_expires bigint,
+    pending boolean NOT NULL DEFAULT false
+);
+CREATE INDEX pi_trio_sessions_pending ON pi_trio_sessions (session_id) WHERE pending;
+CREATE TABLE pi_trio_entries (
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    data json NOT NULL,
+    time bigint NOT NULL,
+    epoch bigint NOT NULL,
+    version integer NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE pi_trio_inbox (
+    id bigserial PRIMARY KEY,
+    session_id text NOT NULL,
+    kind text NOT NULL,
+    data json NOT NULL,
+    time bigint NOT NULL
+);
+CREATE INDEX pi_trio_inbox_session ON pi_trio_inbox (session_id, id);
+"""
+
+INSERT = (
+    "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
+    "SELECT s, q, k, d::json, t, e, v FROM unnest(%s::text[], %s::bigint[], %s::text[], "
+    "%s::text[], %s::bigint[], %s::bigint[], %s::int[]) AS r(s, q, k, d, t, e, v)"
+)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for messages, logs and ``description``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "postgresql://(unparsable URL)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = user.split(":", 1)[0] + "@" + host
+    query = "&".join(
+        item for item in parts.query.split("&") if not item.lower().startswith("password=")
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ImportError(
+            "a postgresql:// session store needs psycopg 3: pip install 'pi-trio[postgres]'"
+        ) from None
+    return psycopg
+
+
+def scrub(text: str, url: str) -> str:
+    """An error text from libpq with any password of ``url`` taken out (belt and braces)."""
+    password = urllib.parse.urlsplit(url).password
+    for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
+        assert secret is not None
+        text = text.replace(secret, "***")
+    return re.sub(r"(?i)password=\S+", "password=***", text)
+
+
+def lost(lease: Lease, epoch: int | None, *, expired: bool) -> SessionBusyError:
+    if epoch is None:
+        now = "the session was deleted"
+    elif expired:
+        now = "its lease expired"
+    else:
+        now = f"the session is now at epoch {epoch}"
+    return SessionBusyError(
+        f"session {lease.session_id!r}: this holder lost it (its lease is epoch {lease.epoch}; "
+        f"{now}); nothing more was written",
+        session_id=lease.session_id,
+    )
+
+
+def _refuse(description: str, why: str) -> SessionLogError:
+    return SessionLogError(
+        f"{description} is not a pi_trio session store ({why}); give "
+        "open_session_store() another database",
+        problem=why,
+    )
+
+
+def check_or_create(conn: Any, description: str) -> None:
+    """Create the tables in a new database; refuse another application's or a newer one's."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_name LIKE 'pi\\_trio\\_%%'"
+            )
+        }
+        if not tables:
+            conn.execute(SCHEMA)
+            conn.execute(
+                "INSERT INTO pi_trio_meta (key, value) VALUES ('application', %s), "
+                "('schema_version', %s)",
+                (APPLICATION, str(SCHEMA_VERSION)),
+            )
+            return
+        if "pi_trio_meta" not in tables:
+            raise _refuse(description, "pi_trio tables without pi_trio_meta")
+        meta = dict(conn.execute("SELECT key, value FROM pi_trio_meta").fetchall())
+    if meta.get("application") != APPLICATION:
+        raise _refuse(description, f"its application is {meta.get('application')!r}")
+    version = int(meta.get("schema_version", "0"))
+    if version > SCHEMA_VERSION:
+        raise SessionLogError(
+            f"{description} was written by a newer pi_trio (store schema {version}, "
+            f"this one reads {SCHEMA_VERSION}); upgrade pi_trio",
+            problem=f"schema version {version}",
+        )
