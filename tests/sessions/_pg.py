@@ -6,7 +6,7 @@ listening on a Unix socket in that directory only (no TCP port at all unless ``t
 127.0.0.1 on an unused port), with fsync off (a test server: speed over durability); ``stop``
 stops it. Command line, for .ci/run:
 
-    python -m tests.sessions._pg start DIR   # prints the server's URL
+    python -m tests.sessions._pg start DIR [--tcp]   # prints the server's URL
     python -m tests.sessions._pg stop DIR
 """
 
@@ -126,6 +126,6 @@ def stop(directory: Path) -> None:
 if __name__ == "__main__":
     command, where = sys.argv[1], Path(sys.argv[2])
     if command == "start":
-        print(start(where))
+        print(start(where, tcp="--tcp" in sys.argv[3:]))
     else:
         stop(where)

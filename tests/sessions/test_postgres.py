@@ -175,3 +175,33 @@ async def test_enqueue_needs_an_inbox(tmp_path: Path) -> None:
 
 async def test_with_database_keeps_the_server(postgres_server: str) -> None:
     assert with_database(postgres_server, "x").split("?")[0].endswith("/x")
+
+
+async def test_an_append_waits_for_a_takeover_in_flight_and_then_writes_nothing(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    async with pt.open_session_store(postgres_url) as store:
+        lease = await store.backend.acquire("s", new_holder("one"))
+        assert not isinstance(lease, str)
+        other = psycopg.connect(postgres_url)
+        try:  # another holder's takeover, not committed yet
+            other.execute("UPDATE pi_trio_sessions SET epoch = epoch + 1, holder = 'two'")
+            failed: list[BaseException] = []
+
+            async def append() -> None:
+                try:
+                    await store.backend.append(lease, [(1, "run_start", "{}", 1, 1)])
+                except pt.SessionBusyError as exc:
+                    failed.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(append)
+                await trio.sleep(0.3)
+                assert failed == []  # still waiting for the takeover's row lock
+                other.commit()
+        finally:
+            other.close()
+        assert len(failed) == 1 and "now at epoch 2" in str(failed[0])
+        assert await store.load("s") == []
