@@ -17,6 +17,7 @@ from ._repair import (
     PROCESS_STOPPED_TEXT,
     repair_transcript,
 )
+from ._serve import serve_sessions
 from ._sqlite import SqliteBackend
 from ._store import SessionStore, open_session_store
 
@@ -37,4 +38,5 @@ __all__ = [
     "SqliteBackend",
     "open_session_store",
     "repair_transcript",
+    "serve_sessions",
 ]

@@ -31,16 +31,16 @@ __all__ = ["LeaseKeeper", "pull_inbox"]
 logger = logging.getLogger("pi_trio.sessions")
 
 
-async def pull_inbox(
-    backend: SessionBackend, agent: Agent, recorder: SessionRecorder, seen: set[int]
-) -> int:
+async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRecorder) -> int:
     """Move the session's inbox rows into the agent's queues and the log (one commit that also
-    deletes them); the number moved. ``seen`` holds the ids moved by this holder already."""
+    deletes them); the number moved. Rows this holder moved already (the recorder knows them)
+    are skipped, even when a read raced with the commit that deleted them."""
     inbox = getattr(backend, "inbox", None)
     if inbox is None or recorder.lost:
         return 0
     rows: list[tuple[int, str, str]] = await inbox(recorder.session_id)
     moved = 0
+    seen = recorder.inbox_seen
     for ident, kind, text in rows:
         if ident in seen:
             continue
@@ -78,7 +78,6 @@ class LeaseKeeper:
         self.interval = ttl / 3
         self.margin = min(ttl / 6, 2.0)
         self.deadline = taken + ttl
-        self.seen: set[int] = set()
 
     async def run(self) -> None:
         """Renew until cancelled; raise :class:`pt.SessionBusyError` once the lease is lost."""
@@ -114,7 +113,7 @@ class LeaseKeeper:
             self.deadline = started + (self.lease.ttl or 0.0)
             last = started
             try:
-                await pull_inbox(self.backend, self.agent, self.recorder, self.seen)
+                await pull_inbox(self.backend, self.agent, self.recorder)
             except SessionBusyError:
                 raise
             except Exception:

@@ -130,6 +130,8 @@ class SessionRecorder:
         # tool_result notes by call id, until their result message ends (see _rebuildable)
         self._results: dict[str, Note] = {}
         self.from_inbox: int | None = None
+        self.inbox_seen: set[int] = set()
+        """The inbox rows this holder moved into its queues already."""
         """Set while an inbox row is queued (see ``pull_inbox``): its ``queued`` entry names
         the row, and the commit that logs it deletes the row."""
 

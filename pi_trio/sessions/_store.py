@@ -19,7 +19,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from .._errors import SessionBusyError
+from .._errors import SessionBusyError, SessionLogError
 from .._groups import plain_exception
 from ..agent import Agent, AgentState
 from ..events import ToolExecutionEnd, ToolResult
@@ -186,12 +186,13 @@ class SessionStore:
             agent.recorder = recorder
             await recorder.flush()
             keeper = LeaseKeeper(self.backend, lease, taken, agent, recorder)
-            await pull_inbox(self.backend, agent, recorder, keeper.seen)
-        except BaseException:
+            await pull_inbox(self.backend, agent, recorder)
+        except BaseException as exc:
             if recorder is not None:
                 recorder.close()
             with trio.CancelScope(shield=True):
-                await self.backend.release(lease)
+                # an unreadable log is not worth a worker's retrying until new input comes
+                await self.backend.release(lease, idle=isinstance(exc, SessionLogError))
             raise
         try:
             async with trio.open_nursery() as nursery:
