@@ -3,7 +3,8 @@
 ``async with pt.open_session_store(path) as store`` opens a store;
 ``async with store.open_agent(id, initial_state=..., **agent_options) as agent`` is a
 :class:`pt.Agent` whose session lives in the store (created, or resumed from its log and
-repaired). See docs/sessions.md for what is durable when and what a crash can lose.
+repaired). See docs/sessions.md for what is durable when and what a crash can lose, and
+docs/many-agents.md for PostgreSQL stores, ``store.enqueue`` and :func:`serve_sessions`.
 """
 
 from __future__ import annotations

@@ -326,7 +326,9 @@ class PostgresBackend:
         )
         return cursor.rowcount == 1
 
-    def _op_release(self, conn: psycopg.Connection[Any], lease: Lease, idle: bool) -> None:
+    def _op_release(
+        self, conn: psycopg.Connection[Any], lease: Lease, idle: bool, give_up: bool
+    ) -> None:
         with conn.transaction():
             row = conn.execute(
                 "SELECT 1 FROM pi_trio_sessions WHERE session_id = %s AND epoch = %s AND "
@@ -338,9 +340,10 @@ class PostgresBackend:
             # a new statement, after the lock: it sees every enqueue that committed before
             conn.execute(
                 "UPDATE pi_trio_sessions SET holder = NULL, holder_pid = NULL, "
-                "holder_start = NULL, lease_expires = NULL, pending = (NOT %s OR EXISTS "
-                "(SELECT 1 FROM pi_trio_inbox WHERE session_id = %s)) WHERE session_id = %s",
-                (idle, lease.session_id, lease.session_id),
+                "holder_start = NULL, lease_expires = NULL, pending = (NOT %s AND (NOT %s OR "
+                "EXISTS (SELECT 1 FROM pi_trio_inbox WHERE session_id = %s))) "
+                "WHERE session_id = %s",
+                (give_up, idle, lease.session_id, lease.session_id),
             )
 
     def _op_enqueue(
@@ -435,10 +438,10 @@ class PostgresBackend:
         renewed: bool = await self._call("renew", lease)
         return renewed
 
-    async def release(self, lease: Lease, *, idle: bool = False) -> None:
+    async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
         """Give the lease back; ``idle``: the holder left no queued work (else a worker will
-        claim the session)."""
-        await self._call("release", lease, idle)
+        claim the session); ``give_up``: not pending, whatever is queued, until new input."""
+        await self._call("release", lease, idle, give_up)
 
     async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
         """Commit ``rows`` (and delete the ``inbox`` rows they move into the log) in one

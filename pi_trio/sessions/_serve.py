@@ -147,7 +147,13 @@ class _Worker:
     async def run_one(self, lease: Any, taken: float) -> None:
         session_id = lease.session_id
         try:
-            options = dict(self.options(session_id) if callable(self.options) else self.options)
+            try:
+                made = self.options(session_id) if callable(self.options) else self.options
+                options = dict(made)
+            except BaseException:
+                with trio.CancelScope(shield=True):  # not retried until new input comes
+                    await self.backend.release(lease, give_up=True)
+                raise
             initial_state = options.pop("initial_state", None)
             async with self.store.open_leased(lease, taken, initial_state, options) as agent:
                 await run_until_idle(self.backend, agent)

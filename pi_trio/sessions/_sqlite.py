@@ -408,8 +408,8 @@ class SqliteBackend:
         result: Lease | str = await self._thread.call("acquire", session_id, holder)
         return result
 
-    async def release(self, lease: Lease, *, idle: bool = False) -> None:
-        """Give the lease back (``idle`` does not matter here: SQLite has no worker pool)."""
+    async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
+        """Give the lease back (``idle``, ``give_up``: no worker pool on SQLite)."""
         await self._thread.call("release", lease)
 
     async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:

@@ -3,8 +3,8 @@
 ``store.open_agent(id, ...)`` takes the session's lease, folds its log into an agent
 (transcript, settings, both queues), repairs an interrupted tail, and wires a
 :class:`SessionRecorder` into the agent so that its run is logged as it goes. Everything here is
-backend-independent: SQLite is the backend today; PostgreSQL plugs in behind the same
-:class:`SessionBackend` protocol.
+backend-independent: SQLite (the embedded default) and PostgreSQL (:mod:`._postgres`, shared by
+many processes) plug in behind the same :class:`SessionBackend` protocol.
 """
 
 from __future__ import annotations
@@ -116,7 +116,10 @@ class SessionStore:
 
         While the block is open this holder alone drives the session. The block's end commits
         what is pending and gives the session back. Runs must end inside the block (one still
-        active there is aborted).
+        active there is aborted). On PostgreSQL the holder's lease expires unless renewed: a
+        task of the block renews it (and moves messages ``store.enqueue``d meanwhile into the
+        agent's queues); when it is lost, the block's run is cancelled and the block raises
+        :class:`pt.SessionBusyError`, with nothing more written.
 
         Args:
             session_id: the session's id (any string).
@@ -127,15 +130,15 @@ class SessionStore:
                 ``session_id`` (the provider's cache key) defaults to the session's id.
 
         Raises:
-            pt.SessionBusyError: another holder has the session (and ``wait`` is False).
+            pt.SessionBusyError: another holder has the session (and ``wait`` is False), or
+                this holder lost its lease during the block (PostgreSQL).
             pt.SessionLogError: the log cannot be read; nothing is changed.
 
         Cancellation while opening gives the session back; a commit in flight completes first.
         """
         if "recorder" in agent_options:
             raise TypeError("open_agent() makes the agent's recorder: do not pass recorder=")
-        taken = trio.current_time()
-        lease = await self._acquire(session_id, wait)
+        lease, taken = await self._acquire(session_id, wait)
         async with self.open_leased(lease, taken, initial_state, agent_options) as agent:
             yield agent
 
@@ -192,7 +195,7 @@ class SessionStore:
                 recorder.close()
             with trio.CancelScope(shield=True):
                 # an unreadable log is not worth a worker's retrying until new input comes
-                await self.backend.release(lease, idle=isinstance(exc, SessionLogError))
+                await self.backend.release(lease, give_up=isinstance(exc, SessionLogError))
             raise
         try:
             async with trio.open_nursery() as nursery:
@@ -259,14 +262,17 @@ class SessionStore:
         ident: int = await enqueue(session_id, kind, dumps(to_json(item)), now_ms())
         return ident
 
-    async def _acquire(self, session_id: str, wait: bool) -> Lease:
+    async def _acquire(self, session_id: str, wait: bool) -> tuple[Lease, float]:
+        """The lease, and the Trio time just before the request that took it (an expiring
+        lease's local deadline counts from there)."""
         _check_id(session_id)
         holder = new_holder(secrets.token_hex(4))
         delay = 0.01
         while True:
+            taken = trio.current_time()
             got = await self.backend.acquire(session_id, holder)
             if isinstance(got, Lease):
-                return got
+                return got, taken
             if not wait:
                 raise SessionBusyError(
                     f"session {session_id!r} is open elsewhere (held by {got}); close it there "

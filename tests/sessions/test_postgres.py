@@ -205,3 +205,29 @@ async def test_an_append_waits_for_a_takeover_in_flight_and_then_writes_nothing(
             other.close()
         assert len(failed) == 1 and "now at epoch 2" in str(failed[0])
         assert await store.load("s") == []
+
+
+async def test_a_holder_that_waited_for_the_session_keeps_its_whole_lease(
+    postgres_url: str,
+) -> None:
+    async with pt.open_session_store(postgres_url, lease_ttl=0.6) as store:
+        order: list[str] = []
+
+        async def second() -> None:
+            async with store.open_agent("s", wait=True) as agent:
+                order.append("second in")
+                await trio.sleep(0.8)  # longer than a ttl: its own lease is renewed
+                agent.follow_up("still mine")
+            order.append("second out")
+
+        async with trio.open_nursery() as nursery, store.open_agent("s"):
+            nursery.start_soon(second)
+            await trio.sleep(1.2)  # the second waits two ttls
+            order.append("first out")
+    assert order == ["first out", "second in", "second out"]
+    assert [e.kind for e in await _load(postgres_url, "s")][-1] == "queued"
+
+
+async def _load(url: str, session_id: str) -> list[pt.SessionEntry]:
+    async with pt.open_session_store(url) as store:
+        return await store.load(session_id)

@@ -30,19 +30,19 @@ def _echo(context: pt.Context, options: Any, index: int) -> pt.AssistantMessage:
     return faux.assistant_message(f"answer to {said}")
 
 
-def _busy(raw: Raw) -> int:
-    """Sessions not yet idle: pending, held, or with inbox rows."""
+def _busy(raw: Raw, *, inbox: bool = True) -> int:
+    """Sessions not yet idle: pending, held, or (``inbox``) with inbox rows."""
     ((count,),) = raw(
-        "SELECT count(*) FROM pi_trio_sessions WHERE pending OR holder IS NOT NULL OR "
-        "session_id IN (SELECT session_id FROM pi_trio_inbox)"
+        "SELECT count(*) FROM pi_trio_sessions WHERE pending OR holder IS NOT NULL"
+        + (" OR session_id IN (SELECT session_id FROM pi_trio_inbox)" if inbox else "")
     )
     return int(count)
 
 
-async def _wait_idle(raw: Raw, seconds: float) -> float:
+async def _wait_idle(raw: Raw, seconds: float, *, inbox: bool = True) -> float:
     started = time.monotonic()
     with trio.fail_after(seconds):
-        while _busy(raw):  # noqa: ASYNC110 (another process's work: nothing to wait on here)
+        while _busy(raw, inbox=inbox):  # noqa: ASYNC110 (other processes' work)
             await trio.sleep(0.1)
     return time.monotonic() - started
 
@@ -184,3 +184,25 @@ async def test_three_workers_survive_a_sigkill_of_one(postgres_url: str, tmp_pat
         )
         assert repaired[0][0] >= 1  # ...and its interrupted run was closed by the next holder
         assert took < 2 + 30, took  # lease expiry plus the remaining work (a loaded machine)
+
+
+async def test_a_session_whose_options_fail_is_given_back_and_the_rest_run(
+    postgres_url: str,
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+
+    def options(session_id: str) -> dict[str, Any]:
+        if session_id == "bad":
+            raise RuntimeError("no agent for you")
+        return {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("bad", "hello")
+        await store.enqueue("good", "good one")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10, inbox=False)  # "bad" given back at once, not in 30 s
+            nursery.cancel_scope.cancel()
+        assert await _check_sessions(store, {"good": ["good one"]})
+    assert raw("SELECT count(*) FROM pi_trio_inbox WHERE session_id = 'bad'") == [(1,)]

@@ -231,9 +231,10 @@ async def test_a_block_left_by_a_cancellation_still_commits_what_was_noted(
     store_url: str,
 ) -> None:
     async with pt.open_session_store(store_url) as store:
-        with trio.move_on_after(0.01):
+        with trio.CancelScope() as scope:
             async with store.open_agent("s") as agent:
                 agent.follow_up("do not forget me")
+                scope.cancel()  # leaving the block by a cancellation
                 await trio.sleep_forever()
         async with store.open_agent("s") as agent:
             assert agent.has_queued_messages()
