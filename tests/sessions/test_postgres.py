@@ -231,3 +231,14 @@ async def test_a_holder_that_waited_for_the_session_keeps_its_whole_lease(
 async def _load(url: str, session_id: str) -> list[pt.SessionEntry]:
     async with pt.open_session_store(url) as store:
         return await store.load(session_id)
+
+
+async def test_pi_trio_sessions_lists_a_postgresql_store(postgres_url: str) -> None:
+    async with pt.open_session_store(postgres_url) as store:
+        await store.enqueue("from-the-web", "hello")
+    done = await trio.run_process(
+        [sys.executable, "-m", "pi_trio", "sessions", "--store", postgres_url, "list"],
+        cwd=ROOT,
+        capture_stdout=True,
+    )
+    assert done.stdout.decode().startswith("from-the-web\t0 entries")
