@@ -187,13 +187,16 @@ class PostgresBackend:
 
     def _append_group(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
         """Every request's rows in one transaction, after locking and checking their sessions'
-        leases; a duplicate seq sends the group through one savepoint per request."""
+        leases. Rows the server refuses (a duplicate seq, JSON it cannot store such as NaN)
+        send the group through one savepoint per request, so that only that session's commit
+        fails (with nothing of it written) and the others' go through."""
         psycopg = self._psycopg
+        refused = (psycopg.IntegrityError, psycopg.DataError)
         try:
             with conn.transaction():
                 ready = self._check_leases(conn, group)
                 self._insert(conn, ready)
-        except psycopg.errors.UniqueViolation:
+        except refused:
             for request in group:
                 request.result = None
             with conn.transaction():
@@ -202,13 +205,14 @@ class PostgresBackend:
                     try:
                         with conn.transaction():
                             self._insert(conn, [request])
-                    except psycopg.errors.UniqueViolation as exc:
+                    except refused as exc:
+                        sid = request.args[0].session_id
                         request.result = _error(
                             SessionLogError(
-                                f"session {request.args[0].session_id!r}: an entry's seq is "
-                                f"in the log already ({str(exc).strip()})",
-                                session_id=request.args[0].session_id,
-                                problem="duplicate seq",
+                                f"session {sid!r}: the store refused this commit, nothing of it "
+                                f"was written ({scrub(str(exc), self._url).strip()})",
+                                session_id=sid,
+                                problem=type(exc).__name__,
                             )
                         )
         for request in group:

@@ -242,3 +242,35 @@ async def test_pi_trio_sessions_lists_a_postgresql_store(postgres_url: str) -> N
         capture_stdout=True,
     )
     assert done.stdout.decode().startswith("from-the-web\t0 entries")
+
+
+async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str) -> None:
+    import psycopg
+
+    async with pt.open_session_store(postgres_url, connections=1) as store:
+        backend = store.backend
+        leases = {name: await backend.acquire(name, new_holder(name)) for name in "wgb"}
+        blocker = psycopg.connect(postgres_url)
+        try:  # the store's one connection waits on this lock...
+            blocker.execute("SELECT 1 FROM pi_trio_sessions WHERE session_id = 'w' FOR UPDATE")
+            outcomes: dict[str, str] = {}
+
+            async def append(name: str, data: str) -> None:
+                try:
+                    await backend.append(leases[name], [(1, "run_start", data, 1, 1)])
+                    outcomes[name] = "ok"
+                except pt.SessionLogError as exc:
+                    outcomes[name] = str(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(append, "w", "{}")
+                await trio.sleep(0.2)
+                nursery.start_soon(append, "g", "{}")  # ...while these two queue up: one group
+                nursery.start_soon(append, "b", "{no json")
+                await trio.sleep(0.2)
+                blocker.rollback()
+        finally:
+            blocker.close()
+        assert outcomes["w"] == outcomes["g"] == "ok"
+        assert "session 'b': the store refused this commit" in outcomes["b"]
+        assert [len(await store.load(name)) for name in "wgb"] == [1, 1, 0]
