@@ -7,9 +7,10 @@ the worker processes start (``python -m benchmarks.impl_serve worker URL OUT``),
 listen the sessions are released at once (one ``UPDATE`` and a ``NOTIFY``): the wall time runs
 from there until every session is idle (polled in the database every 20 ms). A turn's latency
 is the time between two model calls of one session (its tool ran and its commits were made in
-between), measured in the worker. PostgreSQL comes from ``$PI_TRIO_TEST_POSTGRES_URL`` or a
-throwaway server started here (tests/sessions/_pg.py, fsync off: a test server); without one
-the figures are NaN.
+between), measured in the worker. CPU µs per turn is the worker processes' CPU time (the
+PostgreSQL server's is not counted) over the turns, steadier than wall time on a busy machine.
+PostgreSQL comes from ``$PI_TRIO_TEST_POSTGRES_URL`` or a throwaway server started here
+(tests/sessions/_pg.py, fsync off: a test server); without one the figures are NaN.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def _options(clock: TurnClock, turns: int) -> Any:
 def worker_main(url: str, out: str, concurrency: int, turns: int) -> None:
     """One worker process: serve until SIGTERM, then write the turn latencies to ``out``."""
     clock = TurnClock()
+    cpu = [0.0]
 
     async def main() -> None:
         async with pt.open_session_store(url, lease_ttl=30) as store:
@@ -105,12 +107,14 @@ def worker_main(url: str, out: str, concurrency: int, turns: int) -> None:
                         )
                     )
                     Path(out).with_suffix(".ready").write_text("")
+                    cpu[0] = time.process_time()
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
                         break
 
     trio.run(main)
-    Path(out).write_text(json.dumps(clock.latencies_ms()))
+    used = time.process_time() - cpu[0]  # this process's CPU (threads included) while serving
+    Path(out).write_text(json.dumps({"latencies": clock.latencies_ms(), "cpu_s": used}))
 
 
 def _idle(url: str) -> bool:
@@ -130,7 +134,7 @@ def _start_worker(url: str, out: Path, concurrency: int, turns: int) -> subproce
 
 async def _served(
     server: str, sessions: int, turns: int, workers: int, concurrency: int
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], float]:
     import psycopg
 
     name = f"bench_{secrets.token_hex(4)}"
@@ -161,8 +165,9 @@ async def _served(
                 proc.send_signal(signal.SIGTERM)
             for proc in procs:
                 proc.wait(timeout=60)
-        latencies = [v for out in outs for v in json.loads(out.read_text())]
-        return wall, latencies
+        results = [json.loads(out.read_text()) for out in outs]
+        latencies = [v for result in results for v in result["latencies"]]
+        return wall, latencies, sum(result["cpu_s"] for result in results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         with psycopg.connect(server, autocommit=True) as conn:
@@ -184,21 +189,25 @@ def _server() -> tuple[str | None, Path | None]:
 
 async def s9_serve(sessions: int, turns: int, concurrency: int) -> dict[str, Any]:
     total = sessions * turns
+    cpu = time.process_time()
     wall, latencies = await _in_memory(sessions, turns)
     figures: dict[str, Any] = {
         "in_memory_turns_per_s": total / wall,
         "in_memory_p99_ms": _p99(latencies),
+        "in_memory_cpu_us_per_turn": (time.process_time() - cpu) / total * 1e6,
     }
     server, directory = _server()
     info: dict[str, Any] = {"postgres": server is not None}
     try:
         for workers in (1, 2):
             if server is None:
-                figures[f"turns_per_s_{workers}"] = figures[f"p99_ms_{workers}"] = math.nan
+                for key in ("turns_per_s", "p99_ms", "cpu_us_per_turn"):
+                    figures[f"{key}_{workers}"] = math.nan
                 continue
-            wall, latencies = await _served(server, sessions, turns, workers, concurrency)
+            wall, latencies, used = await _served(server, sessions, turns, workers, concurrency)
             figures[f"turns_per_s_{workers}"] = total / wall
             figures[f"p99_ms_{workers}"] = _p99(latencies)
+            figures[f"cpu_us_per_turn_{workers}"] = used / total * 1e6
             info[f"turns_measured_{workers}"] = len(latencies)
     finally:
         if directory is not None:
