@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Sequence
 from typing import Any
+
+import outcome
 
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import SCHEMA_VERSION, Lease
@@ -13,10 +16,13 @@ __all__ = [
     "APPLICATION",
     "CHANNEL",
     "INSERT",
+    "INSERT_CHECKED",
     "LOCK_KEY",
     "NOW",
     "SCHEMA",
+    "check_leases",
     "check_or_create",
+    "columns",
     "import_psycopg",
     "lost",
     "redact",
@@ -61,6 +67,18 @@ CREATE TABLE pi_trio_inbox (
 CREATE INDEX pi_trio_inbox_session ON pi_trio_inbox (session_id, id);
 """
 
+# A whole group commit in one statement (one round trip, its own transaction): the sessions'
+# rows locked FOR SHARE (a takeover in flight is waited for, then seen), and only the rows of
+# leases still current (epoch, holder, not expired) inserted; RETURNING tells which went in.
+INSERT_CHECKED = (
+    "WITH live AS (SELECT session_id, epoch, holder FROM pi_trio_sessions "
+    f"WHERE session_id = ANY(%s) AND lease_expires > {NOW} FOR SHARE) "
+    "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
+    "SELECT r.s, r.q, r.k, r.d::json, r.t, r.e, r.v FROM unnest(%s::text[], %s::bigint[], "
+    "%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::int[], %s::text[]) "
+    "AS r(s, q, k, d, t, e, v, h) JOIN live ON live.session_id = r.s AND live.epoch = r.e "
+    "AND live.holder = r.h RETURNING session_id"
+)
 INSERT = (
     "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
     "SELECT s, q, k, d::json, t, e, v FROM unnest(%s::text[], %s::bigint[], %s::text[], "
@@ -156,3 +174,42 @@ def check_or_create(conn: Any, description: str) -> None:
             f"this one reads {SCHEMA_VERSION}); upgrade pi_trio",
             problem=f"schema version {version}",
         )
+
+
+def columns(group: Sequence[Any], *, holders: bool) -> list[list[Any]]:
+    """The rows of append requests (``args``: lease, rows, inbox) as INSERT's column arrays:
+    session, seq, kind, data, time, epoch, version (and the holder's token)."""
+    out: list[list[Any]] = [[] for _ in range(8 if holders else 7)]
+    for request in group:
+        lease, rows = request.args[0], request.args[1]
+        head = (lease.session_id,)
+        tail = (lease.epoch, lease.holder.token) if holders else (lease.epoch,)
+        for seq, kind, data, when, version in rows:
+            for column, value in zip(
+                out, (*head, seq, kind, data, when, tail[0], version, *tail[1:]), strict=True
+            ):
+                column.append(value)
+    return out
+
+
+def check_leases(conn: Any, group: Sequence[Any]) -> list[Any]:
+    """Lock the sessions of append requests (``FOR SHARE``) and keep the requests whose lease
+    is current (epoch, holder, not expired); the others get their lost-lease error."""
+    ids = sorted({request.args[0].session_id for request in group})
+    found = {
+        sid: (epoch, holder, live)
+        for sid, epoch, holder, live in conn.execute(
+            f"SELECT session_id, epoch, holder, coalesce(lease_expires > {NOW}, false) "
+            "FROM pi_trio_sessions WHERE session_id = ANY(%s) ORDER BY session_id FOR SHARE",
+            (ids,),
+        )
+    }
+    ready = []
+    for request in group:
+        lease: Lease = request.args[0]
+        epoch, holder, live = found.get(lease.session_id, (None, None, False))
+        if epoch == lease.epoch and holder == lease.holder.token and live:
+            ready.append(request)
+        else:
+            request.result = outcome.Error(lost(lease, epoch, expired=epoch == lease.epoch))
+    return ready

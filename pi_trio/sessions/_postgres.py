@@ -37,8 +37,11 @@ from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
 from ._pg_schema import (
     CHANNEL,
     INSERT,
+    INSERT_CHECKED,
     NOW,
+    check_leases,
     check_or_create,
+    columns,
     import_psycopg,
     lost,
     redact,
@@ -192,15 +195,23 @@ class PostgresBackend:
         fails (with nothing of it written) and the others' go through."""
         psycopg = self._psycopg
         refused = (psycopg.IntegrityError, psycopg.DataError)
+        if not any(request.args[2] for request in group):  # no inbox rows to move: one statement
+            try:
+                self._append_at_once(conn, group)
+                return
+            except refused:
+                pass
+            for request in group:
+                request.result = None
         try:
             with conn.transaction():
-                ready = self._check_leases(conn, group)
+                ready = check_leases(conn, group)
                 self._insert(conn, ready)
         except refused:
             for request in group:
                 request.result = None
             with conn.transaction():
-                ready = self._check_leases(conn, group)
+                ready = check_leases(conn, group)
                 for request in ready:
                     try:
                         with conn.transaction():
@@ -219,43 +230,32 @@ class PostgresBackend:
             if request.result is None:
                 request.result = _value(None)
 
-    def _check_leases(self, conn: psycopg.Connection[Any], group: list[Request]) -> list[Request]:
+    def _append_at_once(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
+        """The usual path: every row in one statement. The requests whose lease was not
+        current (their rows were left out) fail; the others are committed."""
         ids = sorted({request.args[0].session_id for request in group})
-        found = {
-            sid: (epoch, holder, live)
-            for sid, epoch, holder, live in conn.execute(
-                "SELECT session_id, epoch, holder, coalesce(lease_expires > "
-                f"{NOW}, false) FROM pi_trio_sessions WHERE session_id = ANY(%s) "
-                "ORDER BY session_id FOR SHARE",
-                (ids,),
-            )
-        }
-        ready = []
+        inserted = conn.execute(INSERT_CHECKED, [ids, *columns(group, holders=True)])
+        written = {row[0] for row in inserted.fetchall()}
+        missing = [r for r in group if r.args[1] and r.args[0].session_id not in written]
         for request in group:
-            lease: Lease = request.args[0]
-            epoch, holder, live = found.get(lease.session_id, (None, None, False))
-            if epoch == lease.epoch and holder == lease.holder.token and live:
-                ready.append(request)
-            else:
+            request.result = _value(None)
+        if missing:
+            epochs = dict(
+                conn.execute(
+                    "SELECT session_id, epoch FROM pi_trio_sessions WHERE session_id = ANY(%s)",
+                    ([r.args[0].session_id for r in missing],),
+                ).fetchall()
+            )
+            for request in missing:
+                lease = request.args[0]
+                epoch = epochs.get(lease.session_id)
                 request.result = _error(lost(lease, epoch, expired=epoch == lease.epoch))
-        return ready
 
     @staticmethod
     def _insert(conn: psycopg.Connection[Any], group: list[Request]) -> None:
-        columns: list[list[Any]] = [[] for _ in range(7)]
-        inbox: list[int] = []
-        for request in group:
-            lease, rows = request.args[0], request.args[1]
-            inbox.extend(request.args[2])
-            for seq, kind, data, when, version in rows:
-                for column, value in zip(
-                    columns,
-                    (lease.session_id, seq, kind, data, when, lease.epoch, version),
-                    strict=True,
-                ):
-                    column.append(value)
-        if columns[0]:
-            conn.execute(INSERT, columns)
+        if any(request.args[1] for request in group):
+            conn.execute(INSERT, columns(group, holders=False))
+        inbox = [ident for request in group for ident in request.args[2]]
         if inbox:
             conn.execute("DELETE FROM pi_trio_inbox WHERE id = ANY(%s)", (inbox,))
 
