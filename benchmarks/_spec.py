@@ -190,5 +190,31 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
 )
 
+# round 2: scale-out (issue 14): the worker pool on PostgreSQL, 1 and 2 worker processes
+SCENARIOS = (
+    *SCENARIOS,
+    Scenario(
+        "S9",
+        "serve-sessions",
+        "1,000 sessions x 10 turns through serve_sessions on PostgreSQL, 1 and 2 worker "
+        "processes, beside the same agents in memory",
+        {"sessions": 1000, "turns": 10, "concurrency": 200},
+        {"sessions": 50, "turns": 10, "concurrency": 50},
+        (
+            Figure("turns_per_s_1", "turns/s, 1 worker", "higher", digits=0),
+            Figure("turns_per_s_2", "turns/s, 2 workers", "higher", digits=0),
+            Figure("in_memory_turns_per_s", "in-memory turns/s", "higher", digits=0),
+            Figure("p99_ms_1", "p99 turn ms, 1 worker", "lower", digits=2),
+            Figure("p99_ms_2", "p99 turn ms, 2 workers", "lower", digits=2),
+            Figure("in_memory_p99_ms", "in-memory p99 turn ms", "lower", digits=2),
+            Figure("cpu_us_per_turn_1", "worker CPU µs/turn, 1 worker", "lower", digits=0),
+            Figure("cpu_us_per_turn_2", "worker CPU µs/turn, 2 workers", "lower", digits=0),
+            Figure("in_memory_cpu_us_per_turn", "in-memory CPU µs/turn", "lower", digits=0),
+        ),
+        impls=("pi_trio",),
+        max_reps=1,
+    ),
+)
+
 BY_ID = {scenario.id: scenario for scenario in SCENARIOS}
 IMPLS = ("pi_trio", "floor", "reference")

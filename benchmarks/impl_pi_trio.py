@@ -279,6 +279,10 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         from ._s7_http import s7_http
 
         result = trio.run(lambda: s7_http(**params))
+    elif scenario == "S9":
+        from .impl_serve import s9_serve
+
+        result = trio.run(lambda: s9_serve(**params))
     elif scenario in ("S1d", "S5d", "S8"):
         from . import impl_sessions
 

@@ -98,7 +98,13 @@ from .providers import (
     stream_simple,
 )
 from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
-from .sessions import SessionEntry, SessionStore, open_session_store, repair_transcript
+from .sessions import (
+    SessionEntry,
+    SessionStore,
+    open_session_store,
+    repair_transcript,
+    serve_sessions,
+)
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -210,6 +216,7 @@ __all__ = [
     "run_agent_loop",
     "run_agent_loop_continue",
     "serve_proxy",
+    "serve_sessions",
     "sessions",
     "stream_proxy",
     "stream_simple",

@@ -1,5 +1,5 @@
-"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy``, ``stress`` and
-``sessions``.
+"""The ``pi-trio`` command: ``demo``, ``chat``, ``rpc``, ``serve``, ``proxy``, ``stress``,
+``sessions`` and ``worker``.
 
 ``main(argv)`` parses the arguments, runs the command under ``trio.run`` and returns the exit
 status; usage problems (an unknown model, a missing API key) are one line on stderr and
@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_stress_parser(commands)
     add_sessions_parser(commands)
+    from ._worker import add_worker_parser
+
+    add_worker_parser(commands)
     return parser
 
 
@@ -169,6 +172,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ._sessions import run_sessions
 
         return run_sessions(args)
+    if args.command == "worker":
+        from ._worker import run_worker
+
+        return run_worker(args)
 
     if args.command == "demo":
         from ._demo import run_demo

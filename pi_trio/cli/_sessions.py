@@ -167,7 +167,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
 
 def run_sessions(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``pi-trio sessions ...``; store problems become one-line errors (status 2)."""
-    if not os.path.exists(args.store):  # never create one just to list it
+    if "://" not in args.store and not os.path.exists(args.store):  # never create a file
         raise CliError(f"no session store at {args.store} (pass --store PATH)")
     try:
         return trio.run(_run, args, out or sys.stdout)

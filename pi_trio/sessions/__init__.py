@@ -3,7 +3,8 @@
 ``async with pt.open_session_store(path) as store`` opens a store;
 ``async with store.open_agent(id, initial_state=..., **agent_options) as agent`` is a
 :class:`pt.Agent` whose session lives in the store (created, or resumed from its log and
-repaired). See docs/sessions.md for what is durable when and what a crash can lose.
+repaired). See docs/sessions.md for what is durable when and what a crash can lose, and
+docs/many-agents.md for PostgreSQL stores, ``store.enqueue`` and :func:`serve_sessions`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ._repair import (
     PROCESS_STOPPED_TEXT,
     repair_transcript,
 )
+from ._serve import serve_sessions
 from ._sqlite import SqliteBackend
 from ._store import SessionStore, open_session_store
 
@@ -37,4 +39,5 @@ __all__ = [
     "SqliteBackend",
     "open_session_store",
     "repair_transcript",
+    "serve_sessions",
 ]

@@ -10,14 +10,15 @@ Leases: ``acquire`` makes the caller the session's only holder and bumps its ``e
 lease's, and fails with :class:`pt.SessionBusyError` otherwise, so two holders never interleave
 entries (each entry carries the epoch it was written under).
 
-For PostgreSQL (the next issue) the plan this protocol leaves room for: the same three tables
-(``pi_trio_meta``, ``pi_trio_sessions`` with ``lease_expires`` set and renewed by the holder,
-``pi_trio_entries`` with ``data`` as ``jsonb``); ``acquire`` takes a free or expired lease with
-``UPDATE ... SET epoch = epoch + 1`` (``FOR UPDATE SKIP LOCKED`` for a worker pool);
-``append`` is one ``INSERT ... SELECT ... JOIN pi_trio_sessions ON epoch`` like SQLite's.
-``store.enqueue`` from a process that does not hold the session cannot append to its log (no
-lease): it writes to an inbox table that the holder moves into its log as ``queued`` entries
-(in the same transaction as it deletes them), so the log keeps one writer at a time.
+PostgreSQL (:mod:`._postgres`): the same three tables (``pi_trio_meta``, ``pi_trio_sessions``
+with ``lease_expires`` set and renewed by the holder, ``pi_trio_entries`` with ``data`` as
+``json``: kept byte for byte, where ``jsonb`` would reorder keys); ``acquire`` takes a free or
+expired lease with ``UPDATE ... SET epoch = epoch + 1`` (``FOR UPDATE SKIP LOCKED`` for a worker
+pool); ``append`` locks its sessions' rows ``FOR SHARE``, checks epoch, holder and expiry, and
+inserts in the same transaction. ``store.enqueue`` from a process that does not hold the session
+cannot append to its log (no lease): it writes to an inbox table that the holder moves into its
+log as ``queued`` entries (in the same transaction as it deletes them), so the log keeps one
+writer at a time.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class Lease:
     last_seq: int
     """The highest ``seq`` in the log when the lease was taken (0: an empty or new session)."""
     created: bool
+    ttl: float | None = None
+    """Seconds the lease lasts unless renewed (PostgreSQL); None: until released (SQLite, where
+    a holder whose process is gone is known to be dead)."""
 
 
 @attrs.frozen
@@ -90,12 +94,15 @@ class SessionBackend(Protocol):
         holder has it, return a description of that holder instead."""
         ...
 
-    async def release(self, lease: Lease) -> None:
-        """Give the lease back (a no-op when it is no longer current)."""
+    async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
+        """Give the lease back (a no-op when it is no longer current); ``idle``: the holder
+        leaves no queued work (a worker pool claims only sessions with work); ``give_up``: no
+        worker should retry the session until new input arrives (it failed)."""
         ...
 
-    async def append(self, lease: Lease, rows: Sequence[Row]) -> None:
-        """Commit ``rows`` in one transaction that checks the lease's epoch first.
+    async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
+        """Commit ``rows`` in one transaction that checks the lease's epoch first, and that
+        deletes the ``inbox`` rows (``store.enqueue``) they move into the log.
 
         Raises:
             pt.SessionBusyError: the lease is no longer current (nothing was written).

@@ -101,8 +101,10 @@ def _encode(note: Note) -> Row:
         call: ToolCall = payload
         data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
     elif kind == "queued":
-        queue, message = payload
+        queue, message, inbox = payload
         data = {"queue": queue, "message": to_json(message)}
+        if inbox is not None:
+            data["inbox"] = inbox  # the store.enqueue() row it was moved from
     elif kind == "transcript":
         data = {"messages": [to_json(message) for message in payload]}
     else:
@@ -176,6 +178,11 @@ class SessionRecorder:
         # and the JSON each was committed with (by seq)
         self._results: dict[str, Note] = {}
         self._result_rows: dict[int, str] = {}
+        self.from_inbox: int | None = None
+        """Set while an inbox row is queued (see ``pull_inbox``): its ``queued`` entry names
+        the row, and the commit that logs it deletes the row."""
+        self.inbox_seen: set[int] = set()
+        """The inbox rows this holder moved into its queues already."""
 
     @property
     def session_id(self) -> str:
@@ -338,7 +345,7 @@ class SessionRecorder:
         """Note a ``steer()``/``follow_up()``; it is durable at the next flush (at the latest
         before a run takes it)."""
         queue = _queue_name(kind)
-        seq = self.note("queued", (queue, message))
+        seq = self.note("queued", (queue, message, self.from_inbox))
         self.adopt_queued(seq, queue, message)
 
     def adopt_queued(self, seq: int, queue: QueueName, message: AgentMessage) -> None:
@@ -387,7 +394,11 @@ class SessionRecorder:
                 for note, row in zip(notes, rows, strict=True):
                     if note.kind == "tool_result" and note.payload.tool_call_id in self._results:
                         self._result_rows[note.seq] = row[2]
-                await self._backend.append(self._lease, rows)
+                inbox = [n.payload[2] for n in notes if n.kind == "queued" and n.payload[2]]
+                if inbox:
+                    await self._backend.append(self._lease, rows, inbox)
+                else:
+                    await self._backend.append(self._lease, rows)
             except BaseException as exc:
                 self._pending[:0] = notes
                 if isinstance(exc, SessionBusyError):
@@ -398,6 +409,11 @@ class SessionRecorder:
             finally:
                 self._writing = None
                 done.set()
+
+    def lose(self, error: SessionBusyError) -> None:
+        """This holder lost the session: no more writes (``error`` is what flushes raise)."""
+        if self._failure is None:
+            self._failure = error
 
     def close(self) -> None:
         """No more writes under this lease (the ``open_agent`` block ended)."""

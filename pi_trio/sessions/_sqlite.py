@@ -408,14 +408,17 @@ class SqliteBackend:
         result: Lease | str = await self._thread.call("acquire", session_id, holder)
         return result
 
-    async def release(self, lease: Lease) -> None:
+    async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
+        """Give the lease back (``idle``, ``give_up``: no worker pool on SQLite)."""
         await self._thread.call("release", lease)
 
-    async def append(self, lease: Lease, rows: Sequence[Row]) -> None:
+    async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
         """Commit ``rows`` (with other sessions' pending appends, in one transaction).
 
         Cancellation: the commit is not abandoned; it finishes (or rolls back) first.
         """
+        if inbox:
+            raise TypeError("a SQLite session store has no inbox")
         await self._thread.call("append", lease, rows)
 
     async def load_rows(self, session_id: str) -> list[StoredRow]:

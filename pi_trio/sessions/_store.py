@@ -3,8 +3,8 @@
 ``store.open_agent(id, ...)`` takes the session's lease, folds its log into an agent
 (transcript, settings, both queues), repairs an interrupted tail, and wires a
 :class:`SessionRecorder` into the agent so that its run is logged as it goes. Everything here is
-backend-independent: SQLite is the backend today; PostgreSQL plugs in behind the same
-:class:`SessionBackend` protocol.
+backend-independent: SQLite (the embedded default) and PostgreSQL (:mod:`._postgres`, shared by
+many processes) plug in behind the same :class:`SessionBackend` protocol.
 """
 
 from __future__ import annotations
@@ -19,15 +19,24 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from .._errors import SessionBusyError
+from .._errors import SessionBusyError, SessionLogError
+from .._groups import plain_exception
 from ..agent import Agent, AgentState
 from ..events import ToolExecutionEnd, ToolResult
-from ..messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, now_ms
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    now_ms,
+)
 from ..models import Model
 from ..tools import AgentTool, exception_text
-from ..wire import from_json
+from ..wire import from_json, to_json
 from ._backend import Lease, SessionBackend, SessionInfo
-from ._entries import SessionEntry, check_row, entry_error, parse_data
+from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
+from ._keeper import LeaseKeeper, pull_inbox
 from ._recorder import SessionRecorder, durable_before_tool_call
 from ._repair import (
     SessionImage,
@@ -107,7 +116,10 @@ class SessionStore:
 
         While the block is open this holder alone drives the session. The block's end commits
         what is pending and gives the session back. Runs must end inside the block (one still
-        active there is aborted).
+        active there is aborted). On PostgreSQL the holder's lease expires unless renewed: a
+        task of the block renews it (and moves messages ``store.enqueue``d meanwhile into the
+        agent's queues); when it is lost, the block's run is cancelled and the block raises
+        :class:`pt.SessionBusyError`, with nothing more written.
 
         Args:
             session_id: the session's id (any string).
@@ -118,14 +130,29 @@ class SessionStore:
                 ``session_id`` (the provider's cache key) defaults to the session's id.
 
         Raises:
-            pt.SessionBusyError: another holder has the session (and ``wait`` is False).
+            pt.SessionBusyError: another holder has the session (and ``wait`` is False), or
+                this holder lost its lease during the block (PostgreSQL).
             pt.SessionLogError: the log cannot be read; nothing is changed.
 
         Cancellation while opening gives the session back; a commit in flight completes first.
         """
         if "recorder" in agent_options:
             raise TypeError("open_agent() makes the agent's recorder: do not pass recorder=")
-        lease = await self._acquire(session_id, wait)
+        lease, taken = await self._acquire(session_id, wait)
+        async with self.open_leased(lease, taken, initial_state, agent_options) as agent:
+            yield agent
+
+    @asynccontextmanager
+    async def open_leased(
+        self,
+        lease: Lease,
+        taken: float,
+        initial_state: AgentState | None,
+        agent_options: dict[str, Any],
+    ) -> AsyncIterator[Agent]:
+        """:meth:`open_agent` on a lease already taken (at Trio time ``taken``), which it
+        gives back at the end. For :func:`serve_sessions`; see :meth:`open_agent`."""
+        session_id = lease.session_id
         recorder: SessionRecorder | None = None
         agent: Agent | None = None
         try:
@@ -147,12 +174,13 @@ class SessionStore:
                 _apply_settings(state, image, session_id)
                 state.messages = await _repair_tail(image, state, recorder)
                 recorder.note_settings(state)
-            user_hook = agent_options.pop("before_tool_call", None)
-            agent_options.setdefault("session_id", session_id)
+            options = dict(agent_options)
+            user_hook = options.pop("before_tool_call", None)
+            options.setdefault("session_id", session_id)
             agent = Agent(
                 state,
                 before_tool_call=durable_before_tool_call(recorder, user_hook),
-                **agent_options,
+                **options,
             )
             for seq, (queue, message) in image.queued.items():
                 (agent.steer if queue == "steer" else agent.follow_up)(message)
@@ -160,44 +188,91 @@ class SessionStore:
             recorder.agent = agent
             agent.recorder = recorder
             await recorder.flush()
-        except BaseException:
+            keeper = LeaseKeeper(self.backend, lease, taken, agent, recorder)
+            await pull_inbox(self.backend, agent, recorder)
+        except BaseException as exc:
             if recorder is not None:
                 recorder.close()
             with trio.CancelScope(shield=True):
-                await self.backend.release(lease)
+                # an unreadable log is not worth a worker's retrying until new input comes
+                await self.backend.release(lease, give_up=isinstance(exc, SessionLogError))
             raise
         try:
-            yield agent
-        except BaseException:
-            # leaving by an exception (a cancellation, say): keep what was noted all the same
-            agent.abort()
-            with trio.move_on_after(agent.close_timeout, shield=True):
-                if not recorder.lost:
-                    try:
+            async with trio.open_nursery() as nursery:
+                if keeper.needed:
+                    nursery.start_soon(keeper.run)
+                try:
+                    yield agent
+                except BaseException:
+                    # leaving by an exception (a cancellation, say): keep what was noted
+                    agent.abort()
+                    with trio.move_on_after(agent.close_timeout, shield=True):
+                        if not recorder.lost:
+                            try:
+                                await recorder.flush()
+                            except Exception:
+                                logger.exception("session %r: final commit failed", session_id)
+                    raise
+                else:
+                    if agent.is_running:
+                        agent.abort()
+                        await agent.wait_for_idle()
+                    if not recorder.lost:  # a lost lease was reported by the run it ended
                         await recorder.flush()
-                    except Exception:
-                        logger.exception("session %r: final commit failed", session_id)
-            raise
-        else:
-            if agent.is_running:
-                agent.abort()
-                await agent.wait_for_idle()
-            if not recorder.lost:  # a lost lease was reported by the run it ended
-                await recorder.flush()
+                finally:
+                    nursery.cancel_scope.cancel()  # the keeper ends with the block
+        except BaseExceptionGroup as group:
+            raise plain_exception(group) from None
         finally:
             recorder.close()
             with trio.CancelScope(shield=True):
-                await self.backend.release(lease)
+                await self.backend.release(lease, idle=not agent.has_queued_messages())
 
-    async def _acquire(self, session_id: str, wait: bool) -> Lease:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
+    async def enqueue(
+        self,
+        session_id: str,
+        message: AgentMessage | str,
+        *,
+        kind: Literal["steer", "follow_up"] = "follow_up",
+    ) -> int:
+        """Queue ``message`` for the session from any process: durable when this returns.
+
+        It goes to the session's inbox (the session is created when it is new); its holder
+        moves it into the log as a ``queued`` entry and into the agent's queue in one
+        transaction, at the latest at its next lease renewal or when :func:`serve_sessions`
+        runs it (which claims sessions with queued input). Returns the inbox row's id (the
+        ``queued`` entry carries it as ``inbox``).
+
+        Raises:
+            ValueError: ``kind`` is not "steer" or "follow_up".
+            TypeError: this store's backend has no inbox (SQLite, today).
+
+        One transaction: once queued, a cancellation lets it commit first.
+        """
+        if kind not in ("steer", "follow_up"):
+            raise ValueError(f"kind must be 'steer' or 'follow_up', not {kind!r}")
+        enqueue = getattr(self.backend, "enqueue", None)
+        if enqueue is None:
+            raise TypeError(
+                f"store.enqueue() needs a store with an inbox (PostgreSQL); "
+                f"{self.backend.description} has none: use agent.steer()/follow_up() there"
+            )
+        _check_id(session_id)
+        item = UserMessage([TextContent(message)]) if isinstance(message, str) else message
+        ident: int = await enqueue(session_id, kind, dumps(to_json(item)), now_ms())
+        return ident
+
+    async def _acquire(self, session_id: str, wait: bool) -> tuple[Lease, float]:
+        """The lease, and the Trio time just before the request that took it (an expiring
+        lease's local deadline counts from there)."""
+        _check_id(session_id)
         holder = new_holder(secrets.token_hex(4))
         delay = 0.01
         while True:
+            taken = trio.current_time()
             got = await self.backend.acquire(session_id, holder)
             if isinstance(got, Lease):
-                return got
+                return got, taken
             if not wait:
                 raise SessionBusyError(
                     f"session {session_id!r} is open elsewhere (held by {got}); close it there "
@@ -207,6 +282,11 @@ class SessionStore:
                 )
             await trio.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+
+def _check_id(session_id: Any) -> None:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
 
 
 def _apply_settings(state: AgentState, image: SessionImage, session_id: str) -> None:
@@ -308,6 +388,11 @@ async def _replay(
 # --- opening a store -------------------------------------------------------------------------
 
 
+def _scheme(url: str | os.PathLike[str]) -> str:
+    text = os.fspath(url)
+    return text.split("://", 1)[0].lower() if "://" in text else ""
+
+
 def _sqlite_path(url: str | os.PathLike[str]) -> str:
     text = os.fspath(url)
     if text.startswith("sqlite://"):
@@ -315,15 +400,11 @@ def _sqlite_path(url: str | os.PathLike[str]) -> str:
         if not text:
             raise ValueError("sqlite:// needs a path: sqlite:///path/to/agents.db")
         return text
-    scheme = text.split("://", 1)[0] if "://" in text else ""
-    if scheme in ("postgresql", "postgres"):
-        raise ValueError(
-            "PostgreSQL session stores are not available in this pi_trio yet; use a SQLite "
-            "file (a path or sqlite:///path)"
-        )
+    scheme = _scheme(text)
     if scheme:
         raise ValueError(
-            f"unknown session store URL scheme {scheme!r}: give a file path or sqlite:///path"
+            f"unknown session store URL scheme {scheme!r}: give a file path, sqlite:///path "
+            "or postgresql://user@host/database"
         )
     return text
 
@@ -334,6 +415,8 @@ async def open_session_store(
     *,
     busy_timeout: float = 5.0,
     synchronous: Literal["normal", "full"] = "normal",
+    lease_ttl: float = 30.0,
+    connections: int = 2,
 ) -> AsyncIterator[SessionStore]:
     """``async with pt.open_session_store("agents.db") as store``: a session store.
 
@@ -343,15 +426,32 @@ async def open_session_store(
     ``synchronous="full"`` adds an fsync per commit so that commits also survive a power loss
     (the default keeps them across any crash of the process).
 
+    ``postgresql://user:password@host/database`` (any libpq URL) is a shared PostgreSQL
+    database (needs ``pip install 'pi-trio[postgres]'``): the same sessions and log for many
+    processes and machines, with ``store.enqueue()`` and :func:`pt.serve_sessions`. Its holder
+    leases last ``lease_ttl`` seconds unless renewed (the holder renews them every third of
+    that); ``connections`` connections, each owned by a dedicated thread.
+
     Raises:
         ValueError: an unknown URL scheme.
-        pt.SessionLogError: the file is not a pi_trio session store (or a newer one's).
+        ImportError: a postgresql:// URL without psycopg installed.
+        pt.SessionLogError: the file or database is not a pi_trio session store (or a newer
+            one's), or the database cannot be reached (the message never holds a password).
 
-    The block's end (cancelled or not) stops the store's thread once its last request is done.
+    The block's end (cancelled or not) stops the store's threads once their last request is
+    done.
     """
-    backend = await SqliteBackend.open(
-        _sqlite_path(url), busy_timeout=busy_timeout, synchronous=synchronous
-    )
+    backend: SessionBackend
+    if _scheme(url) in ("postgresql", "postgres"):
+        from ._postgres import PostgresBackend  # psycopg only for PostgreSQL stores
+
+        backend = await PostgresBackend.open(
+            os.fspath(url), lease_ttl=lease_ttl, connections=connections
+        )
+    else:
+        backend = await SqliteBackend.open(
+            _sqlite_path(url), busy_timeout=busy_timeout, synchronous=synchronous
+        )
     try:
         yield SessionStore(backend)
     finally:

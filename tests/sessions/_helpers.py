@@ -39,8 +39,19 @@ def calls(*names: str, prefix: str = "c") -> pt.AssistantMessage:
     )
 
 
-def rows(path: Path, session_id: str = "s") -> list[tuple[int, str, Any, int]]:
-    """(seq, kind, data, epoch) of every committed entry, read with a connection of our own."""
+def rows(path: Path | str, session_id: str = "s") -> list[tuple[int, str, Any, int]]:
+    """(seq, kind, data, epoch) of every committed entry, read with a connection of our own
+    (``path``: a SQLite file, or a PostgreSQL URL)."""
+    if str(path).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(path)) as conn:
+            found = conn.execute(
+                "SELECT seq, kind, data::text, epoch FROM pi_trio_entries WHERE session_id = %s "
+                "ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [(seq, kind, json.loads(data), epoch) for seq, kind, data, epoch in found]
     db = sqlite3.connect(path)
     try:
         found = db.execute(
@@ -52,7 +63,7 @@ def rows(path: Path, session_id: str = "s") -> list[tuple[int, str, Any, int]]:
     return [(seq, kind, json.loads(data), epoch) for seq, kind, data, epoch in found]
 
 
-def kinds(path: Path, session_id: str = "s") -> list[str]:
+def kinds(path: Path | str, session_id: str = "s") -> list[str]:
     return [kind for _, kind, _, _ in rows(path, session_id)]
 
 

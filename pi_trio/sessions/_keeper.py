@@ -1,0 +1,129 @@
+"""``LeaseKeeper``: renews an expiring lease from inside its ``open_agent`` block, and moves the
+session's inbox (``store.enqueue``) into the agent's queues.
+
+It runs in a nursery the block owns, so it never outlives the block. Every ``lease_ttl / 3``
+seconds it renews the lease (a renewal that fails for a transient reason is retried soon); a
+watchdog ends the block with :class:`pt.SessionBusyError` when no renewal succeeded before the
+lease's local deadline (a margin before the server's expiry, measured from before the request
+that took or last renewed it), or at once when a renewal finds the lease lost. It first marks the
+recorder lost, so nothing more is written; the server refuses an expired lease's appends anyway,
+so a holder paused past its expiry (a partition, a stopped process) cannot write either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .._errors import SessionBusyError
+from ._backend import Lease, SessionBackend
+from ._entries import read_message
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ._recorder import SessionRecorder
+
+__all__ = ["LeaseKeeper", "pull_inbox"]
+
+logger = logging.getLogger("pi_trio.sessions")
+
+
+async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRecorder) -> int:
+    """Move the session's inbox rows into the agent's queues and the log (one commit that also
+    deletes them); the number moved. Rows this holder moved already (the recorder knows them)
+    are skipped, even when a read raced with the commit that deleted them."""
+    inbox = getattr(backend, "inbox", None)
+    if inbox is None or recorder.lost:
+        return 0
+    rows: list[tuple[int, str, str]] = await inbox(recorder.session_id)
+    moved = 0
+    seen = recorder.inbox_seen
+    for ident, kind, text in rows:
+        if ident in seen:
+            continue
+        seen.add(ident)
+        message = read_message(recorder.session_id, 0, json.loads(text))
+        recorder.from_inbox = ident
+        try:
+            (agent.steer if kind == "steer" else agent.follow_up)(message)
+        finally:
+            recorder.from_inbox = None
+        moved += 1
+    if moved:
+        await recorder.flush()
+    return moved
+
+
+class LeaseKeeper:
+    """Keeps one lease alive (see the module docstring); ``needed`` is False for a lease that
+    does not expire (SQLite)."""
+
+    def __init__(
+        self,
+        backend: SessionBackend,
+        lease: Lease,
+        taken: float,
+        agent: Agent,
+        recorder: SessionRecorder,
+    ) -> None:
+        self.backend = backend
+        self.lease = lease
+        self.agent = agent
+        self.recorder = recorder
+        self.needed = lease.ttl is not None
+        ttl = lease.ttl or 0.0
+        self.interval = ttl / 3
+        self.margin = min(ttl / 6, 2.0)
+        self.deadline = taken + ttl
+
+    async def run(self) -> None:
+        """Renew until cancelled; raise :class:`pt.SessionBusyError` once the lease is lost."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._renew)
+            while True:
+                at = self.deadline - self.margin
+                if trio.current_time() >= at:
+                    self._lose(
+                        "no renewal of its lease succeeded in time (the store did not answer); "
+                        "it stopped before the lease expired"
+                    )
+                await trio.sleep_until(at)
+
+    async def _renew(self) -> None:
+        renew: Any = getattr(self.backend, "renew")  # noqa: B009 (not in the base protocol)
+        last = trio.current_time()
+        while True:
+            await trio.sleep_until(last + self.interval)
+            started = trio.current_time()
+            try:
+                renewed = await renew(self.lease)
+            except Exception as exc:
+                logger.warning(
+                    "session %r: lease renewal failed (%s); retrying",
+                    self.lease.session_id,
+                    exc,
+                )
+                last = started - self.interval + min(self.interval, 0.5)
+                continue
+            if not renewed:
+                self._lose("its lease expired or was taken over")
+            self.deadline = started + (self.lease.ttl or 0.0)
+            last = started
+            try:
+                await pull_inbox(self.backend, self.agent, self.recorder)
+            except SessionBusyError:
+                raise
+            except Exception:
+                logger.exception("session %r: moving its inbox failed", self.lease.session_id)
+
+    def _lose(self, why: str) -> None:
+        error = SessionBusyError(
+            f"session {self.lease.session_id!r}: this holder lost it ({why}); its run was "
+            "stopped and nothing more is written under its lease",
+            session_id=self.lease.session_id,
+        )
+        self.recorder.lose(error)
+        raise error

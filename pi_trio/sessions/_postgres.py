@@ -1,0 +1,492 @@
+"""The PostgreSQL session backend: the same log on a shared server, over psycopg 3's sync API.
+
+Why sync: psycopg's async API is asyncio-only, and no asyncio runs in a pi_trio process. Each
+connection is owned by one dedicated thread (:mod:`._writer`, a small pool of them per store):
+every psycopg call runs there, never in the Trio thread, and the appends queued while a commit
+runs are committed together (group commit, as on SQLite).
+
+Tables (created in the database on first use, beside whatever else it holds): the SQLite ones
+(``pi_trio_meta``, ``pi_trio_sessions``, ``pi_trio_entries``), with ``data`` as ``json`` (kept
+byte for byte, key order included: a model is sent the arguments exactly as it wrote them;
+``jsonb`` would reorder keys), plus ``pi_trio_inbox`` for :meth:`SessionStore.enqueue` and a
+``pending`` flag per session for the worker pool.
+
+Leases expire: a holder gets ``lease_ttl`` seconds (by the server's clock, so machines need not
+agree on the time) and renews them; a lease that expired is lost even when no one else took it
+yet. Every ``append`` locks its sessions' rows (``FOR SHARE``) and checks epoch, holder and
+expiry in the transaction that inserts, so a holder that lost its lease writes nothing, and one
+that takes over sees every entry committed before it (``acquire`` waits for those row locks).
+
+Cancellation: a request, once queued to a connection's thread, completes (commits or rolls back)
+before its caller goes on; the store's end closes the connections after their last request. A
+server that stops answering blocks that thread's requests until the connection fails.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import outcome
+import trio
+
+from .._errors import SessionBusyError, SessionLogError
+from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
+from ._pg_schema import (
+    CHANNEL,
+    INSERT,
+    INSERT_CHECKED,
+    NOW,
+    check_leases,
+    check_or_create,
+    columns,
+    import_psycopg,
+    lost,
+    redact,
+    scrub,
+)
+from ._writer import DedicatedThread, Request
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresBackend"]
+
+
+class PostgresBackend:
+    """Session logs in a PostgreSQL database. Build with :meth:`open`; see the module doc."""
+
+    def __init__(self, url: str, *, lease_ttl: float, connections: int) -> None:
+        self._url = url
+        self.description = redact(url)
+        self.lease_ttl = lease_ttl
+        self._psycopg = import_psycopg()
+        self._threads: list[DedicatedThread] = []
+        self._load = [0] * connections
+        self._connections: list[psycopg.Connection[Any] | None] = [None] * connections
+        for index in range(connections):
+            self._threads.append(
+                DedicatedThread(
+                    f"pi_trio sessions postgres {index}",
+                    functools.partial(self._handle, index),
+                    functools.partial(self._connect, index),
+                    functools.partial(self._disconnect, index),
+                )
+            )
+        self._rotation = itertools.cycle(range(connections))
+
+    @classmethod
+    async def open(
+        cls, url: str, *, lease_ttl: float = 30.0, connections: int = 2
+    ) -> PostgresBackend:
+        """Connect (``connections`` connections), create the tables when missing.
+
+        Raises:
+            ImportError: psycopg is not installed (``pip install 'pi-trio[postgres]'``).
+            pt.SessionLogError: the database holds another application's or a newer
+                pi_trio's tables, or cannot be reached (the message names the server, never
+                the password).
+        """
+        if not lease_ttl > 0:
+            raise ValueError(f"lease_ttl must be a positive number of seconds, not {lease_ttl!r}")
+        if connections < 1:
+            raise ValueError(f"connections must be at least 1, not {connections!r}")
+        backend = cls(url, lease_ttl=lease_ttl, connections=connections)
+        started: list[DedicatedThread] = []
+        try:
+            for thread in backend._threads:
+                await thread.start()
+                started.append(thread)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                for thread in started:
+                    await thread.stop()
+            raise
+        return backend
+
+    async def aclose(self) -> None:
+        for thread in self._threads:
+            await thread.stop()
+
+    # --- in the threads ----------------------------------------------------------------------
+
+    def connect_raw(self) -> psycopg.Connection[Any]:
+        """A new autocommit connection (for LISTEN); errors without the password."""
+        try:
+            conn: psycopg.Connection[Any] = self._psycopg.connect(
+                self._url, autocommit=True, connect_timeout=10
+            )
+        except self._psycopg.Error as exc:
+            raise SessionLogError(
+                f"cannot connect to the session store {self.description}: "
+                f"{scrub(str(exc), self._url).strip()}",
+                problem="cannot connect",
+            ) from None
+        return conn
+
+    def _connect(self, index: int) -> None:
+        conn = self.connect_raw()
+        try:
+            if index == 0:
+                check_or_create(conn, self.description)
+        except BaseException:
+            conn.close()
+            raise
+        self._connections[index] = conn
+
+    def _conn(self, index: int) -> psycopg.Connection[Any]:
+        conn = self._connections[index]
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                conn.close()
+            self._connections[index] = None
+            conn = self._connections[index] = self.connect_raw()
+        return conn
+
+    def _disconnect(self, index: int) -> None:
+        conn = self._connections[index]
+        if conn is not None:
+            conn.close()
+            self._connections[index] = None
+
+    def _handle(self, index: int, work: list[Request]) -> None:
+        """One batch: consecutive appends share one transaction; other ops run one by one."""
+        position = 0
+        while position < len(work):
+            request = work[position]
+            if request.op == "append":
+                end = position
+                while end < len(work) and work[end].op == "append":
+                    end += 1
+                self._guarded(index, work[position:end], self._append_group)
+                position = end
+                continue
+            self._guarded(index, [request], self._one_op)
+            position += 1
+
+    def _one_op(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
+        request = group[0]
+        request.result = _value(getattr(self, "_op_" + request.op)(conn, *request.args))
+
+    def _guarded(self, index: int, group: list[Request], run: Any) -> None:
+        psycopg = self._psycopg
+        try:
+            conn = self._conn(index)
+            run(conn, group)
+        except psycopg.Error as exc:
+            error = SessionLogError(
+                f"session store {self.description}: {scrub(str(exc), self._url).strip()}",
+                problem=type(exc).__name__,
+            )
+            for request in group:
+                if request.result is None:
+                    request.result = _error(error)
+        except BaseException as exc:
+            for request in group:
+                if request.result is None:
+                    request.result = _error(exc)
+
+    def _append_group(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
+        """Every request's rows in one transaction, after locking and checking their sessions'
+        leases. Rows the server refuses (a duplicate seq, JSON it cannot store such as NaN)
+        send the group through one savepoint per request, so that only that session's commit
+        fails (with nothing of it written) and the others' go through."""
+        psycopg = self._psycopg
+        refused = (psycopg.IntegrityError, psycopg.DataError)
+        if not any(request.args[2] for request in group):  # no inbox rows to move: one statement
+            try:
+                self._append_at_once(conn, group)
+                return
+            except refused:
+                pass
+            for request in group:
+                request.result = None
+        try:
+            with conn.transaction():
+                ready = check_leases(conn, group)
+                self._insert(conn, ready)
+        except refused:
+            for request in group:
+                request.result = None
+            with conn.transaction():
+                ready = check_leases(conn, group)
+                for request in ready:
+                    try:
+                        with conn.transaction():
+                            self._insert(conn, [request])
+                    except refused as exc:
+                        sid = request.args[0].session_id
+                        request.result = _error(
+                            SessionLogError(
+                                f"session {sid!r}: the store refused this commit, nothing of it "
+                                f"was written ({scrub(str(exc), self._url).strip()})",
+                                session_id=sid,
+                                problem=type(exc).__name__,
+                            )
+                        )
+        for request in group:
+            if request.result is None:
+                request.result = _value(None)
+
+    def _append_at_once(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
+        """The usual path: every row in one statement. The requests whose lease was not
+        current (their rows were left out) fail; the others are committed."""
+        ids = sorted({request.args[0].session_id for request in group})
+        inserted = conn.execute(INSERT_CHECKED, [ids, *columns(group, holders=True)])
+        written = {row[0] for row in inserted.fetchall()}
+        missing = [r for r in group if r.args[1] and r.args[0].session_id not in written]
+        for request in group:
+            request.result = _value(None)
+        if missing:
+            epochs = dict(
+                conn.execute(
+                    "SELECT session_id, epoch FROM pi_trio_sessions WHERE session_id = ANY(%s)",
+                    ([r.args[0].session_id for r in missing],),
+                ).fetchall()
+            )
+            for request in missing:
+                lease = request.args[0]
+                epoch = epochs.get(lease.session_id)
+                request.result = _error(lost(lease, epoch, expired=epoch == lease.epoch))
+
+    @staticmethod
+    def _insert(conn: psycopg.Connection[Any], group: list[Request]) -> None:
+        if any(request.args[1] for request in group):
+            conn.execute(INSERT, columns(group, holders=False))
+        inbox = [ident for request in group for ident in request.args[2]]
+        if inbox:
+            conn.execute("DELETE FROM pi_trio_inbox WHERE id = ANY(%s)", (inbox,))
+
+    def _lease_row(self, conn: psycopg.Connection[Any], sid: str, holder: Holder) -> Any:
+        return conn.execute(
+            "UPDATE pi_trio_sessions SET epoch = epoch + 1, holder = %s, holder_pid = %s, "
+            f"holder_start = %s, lease_expires = {NOW} + %s, pending = true "
+            "WHERE session_id = %s RETURNING epoch",
+            (holder.token, holder.pid, holder.process_start, self._ttl_ms, sid),
+        ).fetchone()
+
+    @property
+    def _ttl_ms(self) -> int:
+        return int(self.lease_ttl * 1000)
+
+    def _op_acquire(
+        self, conn: psycopg.Connection[Any], session_id: str, holder: Holder
+    ) -> Lease | str:
+        with conn.transaction():
+            conn.execute(
+                f"INSERT INTO pi_trio_sessions (session_id, created, epoch) VALUES (%s, {NOW}, "
+                "0) ON CONFLICT (session_id) DO NOTHING",
+                (session_id,),
+            )
+            current, live = _one(
+                conn.execute(
+                    f"SELECT holder, coalesce(lease_expires > {NOW}, false) FROM pi_trio_sessions "
+                    "WHERE session_id = %s FOR UPDATE",
+                    (session_id,),
+                )
+            )
+            if current is not None and live:
+                return str(current)
+            (epoch,) = self._lease_row(conn, session_id, holder)
+            (last,) = _one(
+                conn.execute(
+                    "SELECT max(seq) FROM pi_trio_entries WHERE session_id = %s", (session_id,)
+                )
+            )
+        return Lease(session_id, epoch, holder, last or 0, not last, ttl=self.lease_ttl)
+
+    def _op_claim(self, conn: psycopg.Connection[Any], holder: Holder, limit: int) -> list[Lease]:
+        with conn.transaction():
+            claimed = conn.execute(
+                "WITH free AS (SELECT session_id FROM pi_trio_sessions WHERE pending AND "
+                f"(holder IS NULL OR lease_expires <= {NOW}) ORDER BY created, session_id "
+                "LIMIT %s FOR UPDATE SKIP LOCKED) "
+                "UPDATE pi_trio_sessions AS s SET epoch = s.epoch + 1, holder = %s, "
+                f"holder_pid = %s, holder_start = %s, lease_expires = {NOW} + %s "
+                "FROM free WHERE s.session_id = free.session_id RETURNING s.session_id, s.epoch",
+                (limit, holder.token, holder.pid, holder.process_start, self._ttl_ms),
+            ).fetchall()
+            if not claimed:
+                return []
+            last = dict(
+                conn.execute(
+                    "SELECT session_id, max(seq) FROM pi_trio_entries WHERE session_id = ANY(%s) "
+                    "GROUP BY session_id",
+                    ([sid for sid, _ in claimed],),
+                ).fetchall()
+            )
+        return [
+            Lease(sid, epoch, holder, last.get(sid) or 0, not last.get(sid), ttl=self.lease_ttl)
+            for sid, epoch in claimed
+        ]
+
+    def _op_renew(self, conn: psycopg.Connection[Any], lease: Lease) -> bool:
+        cursor = conn.execute(
+            f"UPDATE pi_trio_sessions SET lease_expires = {NOW} + %s WHERE session_id = %s "
+            f"AND epoch = %s AND holder = %s AND lease_expires > {NOW}",
+            (self._ttl_ms, lease.session_id, lease.epoch, lease.holder.token),
+        )
+        return cursor.rowcount == 1
+
+    def _op_release(
+        self, conn: psycopg.Connection[Any], lease: Lease, idle: bool, give_up: bool
+    ) -> None:
+        with conn.transaction():
+            row = conn.execute(
+                "SELECT 1 FROM pi_trio_sessions WHERE session_id = %s AND epoch = %s AND "
+                "holder = %s FOR UPDATE",
+                (lease.session_id, lease.epoch, lease.holder.token),
+            ).fetchone()
+            if row is None:
+                return
+            # a new statement, after the lock: it sees every enqueue that committed before
+            conn.execute(
+                "UPDATE pi_trio_sessions SET holder = NULL, holder_pid = NULL, "
+                "holder_start = NULL, lease_expires = NULL, pending = (NOT %s AND (NOT %s OR "
+                "EXISTS (SELECT 1 FROM pi_trio_inbox WHERE session_id = %s))) "
+                "WHERE session_id = %s",
+                (give_up, idle, lease.session_id, lease.session_id),
+            )
+
+    def _op_enqueue(
+        self, conn: psycopg.Connection[Any], session_id: str, kind: str, data: str, when: int
+    ) -> int:
+        with conn.transaction():
+            (ident,) = _one(
+                conn.execute(
+                    "INSERT INTO pi_trio_inbox (session_id, kind, data, time) VALUES (%s, %s, "
+                    "%s::json, %s) RETURNING id",
+                    (session_id, kind, data, when),
+                )
+            )
+            conn.execute(
+                f"INSERT INTO pi_trio_sessions (session_id, created, epoch, pending) VALUES "
+                f"(%s, {NOW}, 0, true) ON CONFLICT (session_id) DO UPDATE SET pending = true",
+                (session_id,),
+            )
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, session_id))
+        return int(ident)
+
+    def _op_inbox(self, conn: psycopg.Connection[Any], session_id: str) -> list[Any]:
+        return conn.execute(
+            "SELECT id, kind, data::text FROM pi_trio_inbox WHERE session_id = %s ORDER BY id",
+            (session_id,),
+        ).fetchall()
+
+    def _op_load_rows(self, conn: psycopg.Connection[Any], session_id: str) -> list[StoredRow]:
+        return conn.execute(
+            "SELECT seq, kind, data::text, time, epoch, version FROM pi_trio_entries "
+            "WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+
+    def _op_list_sessions(self, conn: psycopg.Connection[Any]) -> list[SessionInfo]:
+        rows = conn.execute(
+            f"SELECT s.session_id, s.created, s.epoch, CASE WHEN s.lease_expires > {NOW} "
+            "THEN s.holder END, e.updated, coalesce(e.count, 0) FROM pi_trio_sessions s "
+            "LEFT JOIN (SELECT session_id, max(time) AS updated, count(*) AS count FROM "
+            "pi_trio_entries GROUP BY session_id) e ON e.session_id = s.session_id "
+            "ORDER BY s.created, s.session_id"
+        ).fetchall()
+        return [
+            SessionInfo(sid, created, updated or created, count, epoch, holder)
+            for sid, created, epoch, holder, updated, count in rows
+        ]
+
+    def _op_delete(self, conn: psycopg.Connection[Any], session_id: str) -> bool:
+        with conn.transaction():
+            row = conn.execute(
+                f"SELECT holder, coalesce(lease_expires > {NOW}, false) FROM pi_trio_sessions "
+                "WHERE session_id = %s FOR UPDATE",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                return False
+            if row[0] is not None and row[1]:
+                raise SessionBusyError(
+                    f"session {session_id!r} is held by {row[0]}: it cannot be deleted while open",
+                    session_id=session_id,
+                    holder=row[0],
+                )
+            for table in ("pi_trio_entries", "pi_trio_inbox", "pi_trio_sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
+        return True
+
+    # --- from Trio ---------------------------------------------------------------------------
+
+    async def _call(self, op: str, *args: Any) -> Any:
+        index = min(range(len(self._threads)), key=lambda i: (self._load[i], i))
+        if op != "append":  # appends gather on the least busy; others rotate
+            index = next(self._rotation)
+        self._load[index] += 1
+        try:
+            return await self._threads[index].call(op, *args)
+        finally:
+            self._load[index] -= 1
+
+    async def acquire(self, session_id: str, holder: Holder) -> Lease | str:
+        """See :class:`SessionBackend`; cancellation: the transaction completes first."""
+        result: Lease | str = await self._call("acquire", session_id, holder)
+        return result
+
+    async def claim(self, holder: Holder, limit: int) -> list[Lease]:
+        """Leases on up to ``limit`` free sessions with pending work (``SKIP LOCKED``: workers
+        never wait on each other). Cancellation: the transaction completes first."""
+        leases: list[Lease] = await self._call("claim", holder, limit)
+        return leases
+
+    async def renew(self, lease: Lease) -> bool:
+        """Extend the lease by ``lease_ttl``; False when it is lost (expired or taken)."""
+        renewed: bool = await self._call("renew", lease)
+        return renewed
+
+    async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
+        """Give the lease back; ``idle``: the holder left no queued work (else a worker will
+        claim the session); ``give_up``: not pending, whatever is queued, until new input."""
+        await self._call("release", lease, idle, give_up)
+
+    async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
+        """Commit ``rows`` (and delete the ``inbox`` rows they move into the log) in one
+        transaction that checks the lease first; shared with other pending appends.
+
+        Raises:
+            pt.SessionBusyError: the lease is no longer current (expired or taken over).
+        """
+        await self._call("append", lease, rows, tuple(inbox))
+
+    async def enqueue(self, session_id: str, kind: str, data: str, when: int) -> int:
+        """Put a message in the session's inbox (creating the session if new); its id."""
+        ident: int = await self._call("enqueue", session_id, kind, data, when)
+        return ident
+
+    async def inbox(self, session_id: str) -> list[tuple[int, str, str]]:
+        rows: list[tuple[int, str, str]] = await self._call("inbox", session_id)
+        return rows
+
+    async def load_rows(self, session_id: str) -> list[StoredRow]:
+        rows: list[StoredRow] = await self._call("load_rows", session_id)
+        return rows
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        infos: list[SessionInfo] = await self._call("list_sessions")
+        return infos
+
+    async def delete(self, session_id: str) -> bool:
+        deleted: bool = await self._call("delete", session_id)
+        return deleted
+
+
+def _one(cursor: Any) -> Any:
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
+def _value(value: Any) -> outcome.Outcome[Any]:
+    return outcome.Value(value)
+
+
+def _error(exc: BaseException) -> outcome.Outcome[Any]:
+    return outcome.Error(exc)

@@ -1,0 +1,189 @@
+"""``pt.serve_sessions``: a worker that runs the sessions of a shared store that have input.
+
+A worker claims up to ``concurrency`` free sessions with pending work at a time (``FOR UPDATE
+SKIP LOCKED``: workers never wait on each other, and no session is claimed twice), opens each
+as :meth:`SessionStore.open_agent` would (its log folded back, an interrupted tail repaired),
+moves its inbox into its queues, runs it until nothing is queued, and gives it back. It wakes on
+PostgreSQL ``LISTEN``/``NOTIFY`` (``store.enqueue`` notifies) and polls every ``poll_interval``
+seconds as well, in case a notification was missed (a reconnect, say).
+
+A worker killed mid-run leaves its sessions' leases to expire (``lease_ttl``); another worker then
+claims them (they are still pending), repairs what the kill interrupted, and goes on with their
+queues. A session whose log cannot be read is logged and left alone until new input arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import trio
+
+from .._errors import SessionBusyError
+from ..agent import Agent
+from ._keeper import pull_inbox
+from ._pg_schema import CHANNEL
+from ._postgres import PostgresBackend
+from ._recorder import SessionRecorder
+from ._sqlite import new_holder
+from ._store import SessionStore
+
+__all__ = ["serve_sessions"]
+
+logger = logging.getLogger("pi_trio.sessions")
+
+AgentOptions = Mapping[str, Any] | Callable[[str], Mapping[str, Any]]
+
+
+async def serve_sessions(
+    store: SessionStore,
+    agent_options: AgentOptions,
+    *,
+    concurrency: int = 8,
+    poll_interval: float = 1.0,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the store's sessions that have queued input, ``concurrency`` at a time, forever.
+
+    Each claimed session is opened with ``agent_options`` (``open_agent``'s keyword arguments:
+    ``initial_state`` with the tools and model, ``stream_fn``, hooks...; or a function of the
+    session id returning them, called once per claim), runs until idle (nothing queued), and
+    is released. ``await nursery.start(pt.serve_sessions, store, options)`` returns once the
+    worker listens.
+
+    Args:
+        store: a PostgreSQL store (``open_session_store("postgresql://...")``).
+        agent_options: the agents' options, or a function of the session id making them.
+        concurrency: how many sessions this worker runs at once.
+        poll_interval: seconds between looks for work when no notification came.
+
+    Raises:
+        TypeError: the store is not a PostgreSQL one (SQLite has no inbox or worker pool).
+
+    Cancellation is the graceful shutdown: every run is aborted (its transcript closed in pi's
+    aborted shape), what was noted is committed, and every lease is released, sessions with
+    queued input left pending for another worker.
+    """
+    backend = store.backend
+    if not isinstance(backend, PostgresBackend):
+        raise TypeError(
+            f"serve_sessions() needs a PostgreSQL store; {backend.description} is not one"
+        )
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, not {concurrency!r}")
+    worker = _Worker(store, backend, agent_options, concurrency)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.listen)
+        task_status.started()
+        await worker.claim_loop(nursery, poll_interval)
+
+
+class _Worker:
+    def __init__(
+        self,
+        store: SessionStore,
+        backend: PostgresBackend,
+        options: AgentOptions,
+        concurrency: int,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.options = options
+        self.concurrency = concurrency
+        self.running = 0
+        self.holder = new_holder("worker-" + secrets.token_hex(4))
+        self.wake = trio.Event()
+
+    def poke(self) -> None:
+        self.wake.set()
+
+    async def claim_loop(self, nursery: trio.Nursery, poll_interval: float) -> None:
+        while True:
+            self.wake = trio.Event()  # before the claim: a notification during it still counts
+            free = self.concurrency - self.running
+            leases = []
+            if free > 0:
+                taken = trio.current_time()
+                try:
+                    leases = await self.backend.claim(self.holder, free)
+                except Exception:
+                    logger.exception("claiming sessions failed; retrying")
+                for lease in leases:
+                    self.running += 1
+                    nursery.start_soon(self.run_one, lease, taken)
+                if leases and len(leases) == free:
+                    continue  # maybe more work: look again once a slot frees
+            with trio.move_on_after(poll_interval):
+                await self.wake.wait()
+
+    async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Wake the claim loop on every notification; polling alone when LISTEN fails.
+
+        The connection waits in a worker thread, at most half a second at a time, so a
+        cancellation takes effect within that (never abandoning the thread)."""
+        try:
+            conn = await trio.to_thread.run_sync(self.backend.connect_raw)
+        except Exception:
+            logger.warning("LISTEN unavailable: polling for work only", exc_info=True)
+            task_status.started()
+            return
+        try:
+            await trio.to_thread.run_sync(conn.execute, f"LISTEN {CHANNEL}")
+            task_status.started()
+            while True:
+                try:
+                    got = await trio.to_thread.run_sync(_wait_for_notification, conn)
+                except Exception:
+                    logger.warning("LISTEN connection failed: polling for work only")
+                    return
+                if got:
+                    self.poke()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(conn.close)
+
+    async def run_one(self, lease: Any, taken: float) -> None:
+        session_id = lease.session_id
+        try:
+            try:
+                made = self.options(session_id) if callable(self.options) else self.options
+                options = dict(made)
+            except BaseException:
+                with trio.CancelScope(shield=True):  # not retried until new input comes
+                    await self.backend.release(lease, give_up=True)
+                raise
+            initial_state = options.pop("initial_state", None)
+            async with self.store.open_leased(lease, taken, initial_state, options) as agent:
+                await run_until_idle(self.backend, agent)
+        except SessionBusyError as exc:
+            logger.warning("session %r: %s", session_id, exc)
+        except Exception:
+            logger.exception("session %r failed; it stays in the store", session_id)
+        finally:
+            self.running -= 1
+            self.poke()
+
+
+async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
+    """Move the inbox in and run until nothing is queued (each round drains at least one
+    message; a round that changed nothing ends it, so a failing model cannot spin)."""
+    recorder = cast(SessionRecorder, agent.recorder)
+    while True:
+        await pull_inbox(backend, agent, recorder)
+        if not agent.has_queued_messages():
+            return
+        before = (len(agent.queued()), len(agent.state.messages))
+        if not agent.state.messages:  # nothing to continue from: the first message prompts
+            first = agent.queued()[0]
+            agent.remove_queued(first.id)
+            await agent.prompt(first.message)
+        else:
+            await agent.continue_()
+        if (len(agent.queued()), len(agent.state.messages)) == before:
+            return
+
+
+def _wait_for_notification(conn: Any) -> bool:
+    return any(True for _ in conn.notifies(timeout=0.5, stop_after=1))

@@ -1,0 +1,208 @@
+"""``pt.serve_sessions`` and ``pi-trio worker``: a pool of workers on one PostgreSQL store runs
+every session with queued input until idle, and survives a worker's SIGKILL."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.providers import faux
+from pi_trio.testing import check_transcript
+
+from .conftest import Raw
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _echo(context: pt.Context, options: Any, index: int) -> pt.AssistantMessage:
+    last = context.messages[-1]
+    said = last.content[0].text if isinstance(last, pt.UserMessage) else "?"  # type: ignore[union-attr]
+    return faux.assistant_message(f"answer to {said}")
+
+
+def _busy(raw: Raw, *, inbox: bool = True) -> int:
+    """Sessions not yet idle: pending, held, or (``inbox``) with inbox rows."""
+    ((count,),) = raw(
+        "SELECT count(*) FROM pi_trio_sessions WHERE pending OR holder IS NOT NULL"
+        + (" OR session_id IN (SELECT session_id FROM pi_trio_inbox)" if inbox else "")
+    )
+    return int(count)
+
+
+async def _wait_idle(raw: Raw, seconds: float, *, inbox: bool = True) -> float:
+    started = time.monotonic()
+    with trio.fail_after(seconds):
+        while _busy(raw, inbox=inbox):  # noqa: ASYNC110 (other processes' work)
+            await trio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def _check_sessions(
+    store: pt.SessionStore, prompts: dict[str, list[str]], *, answered: bool = True
+) -> list[int]:
+    """Every session idle with a valid transcript, each prompt in it once, epochs in blocks;
+    the number of leases each session took."""
+    leases = []
+    for session_id, said in prompts.items():
+        entries = await store.load(session_id)
+        assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
+        epochs = [e.epoch for e in entries]
+        assert epochs == sorted(epochs), f"{session_id}: two holders interleaved: {epochs}"
+        leases.append(len(set(epochs)))
+        assert entries[-1].kind == "run_end", session_id
+        async with store.open_agent(session_id) as agent:
+            messages = agent.state.messages
+            assert check_transcript(messages) == [], session_id
+            assert not agent.has_queued_messages()
+        users = [m.content[0].text for m in messages if isinstance(m, pt.UserMessage)]  # type: ignore[union-attr]
+        assert sorted(users) == sorted(said), session_id  # none lost, none twice
+        if answered:
+            texts = [
+                m.content[0].text  # type: ignore[union-attr]
+                for m in messages
+                if isinstance(m, pt.AssistantMessage) and m.content
+            ]
+            assert sorted(texts) == sorted(f"answer to {p}" for p in said), session_id
+    return leases
+
+
+async def test_a_worker_runs_every_session_with_input_until_idle(postgres_url: str) -> None:
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo), token_delay=0.001)
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    prompts = {f"s{i}": [f"s{i} one", f"s{i} two"] for i in range(12)}
+    async with pt.open_session_store(postgres_url, lease_ttl=2) as store:
+        for session_id, (first, _) in prompts.items():
+            await store.enqueue(session_id, first)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lambda task_status: pt.serve_sessions(
+                store, options, concurrency=3, poll_interval=0.2, task_status=task_status
+            ))  # fmt: skip
+            for session_id, (_, second) in prompts.items():
+                await store.enqueue(session_id, second, kind="steer")
+            await _wait_idle(raw, 30)
+            nursery.cancel_scope.cancel()
+        assert await _check_sessions(store, prompts)
+        assert raw("SELECT count(*) FROM pi_trio_sessions WHERE holder IS NOT NULL") == [(0,)]
+        await store.enqueue("late", "late one")  # a worker started later finds it
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lambda task_status: pt.serve_sessions(
+                store, options, concurrency=1, task_status=task_status
+            ))  # fmt: skip
+            await _wait_idle(raw, 30)
+            nursery.cancel_scope.cancel()
+        assert await _check_sessions(store, {"late": ["late one"]})
+
+
+async def test_a_worker_shut_down_mid_run_leaves_the_rest_to_another(postgres_url: str) -> None:
+    raw = Raw("postgresql", postgres_url)
+    slow = faux.FauxModel(itertools.repeat(_echo), token_delay=0.3)
+    prompts = {f"s{i}": [f"s{i} one", f"s{i} two"] for i in range(8)}
+    async with pt.open_session_store(postgres_url, lease_ttl=5) as store:
+        for session_id, said in prompts.items():
+            for text in said:
+                await store.enqueue(session_id, text)
+        options = {"initial_state": pt.AgentState(model=slow.model), "stream_fn": slow}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await trio.sleep(0.5)  # every session's first run under way
+            nursery.cancel_scope.cancel()  # the graceful shutdown
+        assert raw("SELECT count(*) FROM pi_trio_sessions WHERE holder IS NOT NULL") == [(0,)]
+        assert _busy(raw) == 8  # released at once, their input left pending
+        fast = faux.FauxModel(itertools.repeat(_echo))
+        options = {"initial_state": pt.AgentState(model=fast.model), "stream_fn": fast}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 30)  # no lease to wait for
+            nursery.cancel_scope.cancel()
+        assert await _check_sessions(store, prompts, answered=False)
+
+
+async def test_serve_sessions_needs_a_postgresql_store(tmp_path: Path) -> None:
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        with pytest.raises(TypeError, match="needs a PostgreSQL store"):
+            await pt.serve_sessions(store, {})
+
+
+def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "pi_trio", "worker", "--store", url, "--lease-ttl", "2"]
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [*command, "--concurrency", "10", "--delay", "0.01"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def test_three_workers_survive_a_sigkill_of_one(postgres_url: str, tmp_path: Path) -> None:
+    """The done-when test: 300 sessions with queued prompts, three `pi-trio worker`
+    processes, one killed with SIGKILL mid-way; the other two finish its sessions."""
+    raw = Raw("postgresql", postgres_url)
+    prompts = {f"s{i:03}": [f"please compute {i} + 1", f"and then {i} * 2"] for i in range(300)}
+    async with pt.open_session_store(postgres_url, lease_ttl=2) as store:
+        for session_id, said in prompts.items():
+            for text in said:
+                await store.enqueue(session_id, text)
+        logs = [tmp_path / f"worker{i}.log" for i in range(3)]
+        workers = [_worker(postgres_url, log) for log in logs]
+        try:
+            with trio.fail_after(120):
+                while _busy(raw) > 200:  # noqa: ASYNC110 (other processes' work)
+                    await trio.sleep(0.05)
+            held = raw(
+                "SELECT count(*) FROM pi_trio_sessions WHERE holder LIKE %s", f"%:{workers[0].pid}"
+            )
+            os.kill(workers[0].pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            workers[0].wait()
+            await _wait_idle(raw, 120)
+            took = time.monotonic() - killed_at
+        finally:
+            for worker in workers[1:]:
+                worker.send_signal(signal.SIGTERM)
+            statuses = [worker.wait(timeout=30) for worker in workers[1:]]
+        assert statuses == [0, 0], [log.read_text()[-2000:] for log in logs]
+        assert held[0][0] > 0  # it was killed while holding sessions
+        leases = await _check_sessions(store, prompts, answered=False)
+        taken_over = sum(n > 1 for n in leases)
+        print(f"killed holding {held[0][0]}; {taken_over} taken over; idle {took:.1f} s after")
+        assert max(leases) >= 2  # a session the killed worker held was taken over
+        repaired = raw(
+            "SELECT count(*) FROM pi_trio_entries WHERE kind = 'run_end' AND data::text LIKE ?",
+            "%repaired%",
+        )
+        assert repaired[0][0] >= 1  # ...and its interrupted run was closed by the next holder
+        assert took < 2 + 30, took  # lease expiry plus the remaining work (a loaded machine)
+
+
+async def test_a_session_whose_options_fail_is_given_back_and_the_rest_run(
+    postgres_url: str,
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+
+    def options(session_id: str) -> dict[str, Any]:
+        if session_id == "bad":
+            raise RuntimeError("no agent for you")
+        return {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("bad", "hello")
+        await store.enqueue("good", "good one")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10, inbox=False)  # "bad" given back at once, not in 30 s
+            nursery.cancel_scope.cancel()
+        assert await _check_sessions(store, {"good": ["good one"]})
+    assert raw("SELECT count(*) FROM pi_trio_inbox WHERE session_id = 'bad'") == [(1,)]
