@@ -112,6 +112,7 @@ class _Run:
         self.model = config.model  # prepare_next_turn may change it for later requests
         self.options = config.stream_options
         self.failure: BaseException | None = None
+        self.response_error: Exception | None = None  # behind the last response's "error"
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.scope = trio.CancelScope()
 
@@ -329,7 +330,7 @@ class _Run:
 
     async def _end(self) -> None:
         self.phase = Phase.ENDED
-        await self.emit(AgentEnd(self.transcript.new_messages))
+        await self.emit(AgentEnd(self.transcript.new_messages, error=self.response_error))
 
     # --- one assistant response --------------------------------------------------------------
 
@@ -410,6 +411,7 @@ class _Run:
                         break
                     elif cls is StreamError:
                         final = cast(StreamError, event).error
+                        failure = cast(StreamError, event).provider_error
                         break
         except Exception as exc:
             failure = exc
@@ -433,6 +435,7 @@ class _Run:
             message.error_message = text
         else:
             message = final
+        self.response_error = failure if message.stop_reason == "error" else None
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
         calls = [] if failed else message.tool_calls
         if calls:

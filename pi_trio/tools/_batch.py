@@ -128,6 +128,7 @@ class _Slot:
     tool: AgentTool | None = None
     args: Any = None
     started_at: float | None = None  # the run's clock when execution began
+    error: BaseException | None = None  # the exception its error result comes from
     ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
 
     def mark_ended(self) -> None:
@@ -289,7 +290,7 @@ class ToolBatch:
                     slot.result.terminate = bool(decision.terminate)
                     return False
         except Exception as exc:
-            slot.result, slot.is_error = error_result(exception_text(exc)), True
+            slot.result, slot.is_error, slot.error = error_result(exception_text(exc)), True, exc
             return False
         slot.tool, slot.args = tool, args
         return True
@@ -324,7 +325,7 @@ class ToolBatch:
         except BaseException as exc:  # one failing tool never takes the batch down
             if must_propagate(exc):
                 raise
-            result, is_error = error_result(exception_text(exc)), True
+            result, is_error, slot.error = error_result(exception_text(exc)), True, exc
         if self._after is not None:
             result, is_error = await self._after_tool_call(slot, result, is_error)
         slot.result, slot.is_error = result, is_error
@@ -340,6 +341,7 @@ class ToolBatch:
         try:
             override = await call_maybe_async(self._after, context)
         except Exception as exc:
+            slot.error = exc
             return error_result(exception_text(exc)), True
         if override is None:
             return result, is_error
@@ -356,6 +358,8 @@ class ToolBatch:
         event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
         if slot.started_at is not None:
             event.duration_ms = (self._now() - slot.started_at) * 1000.0
+        if slot.error is not None:
+            event.error = slot.error
         serializer = self._serializer
         if serializer is None:
             slot.mark_ended()
