@@ -27,6 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
+from .._logging import log_failure
 from ..events import AgentEvent, BudgetReached, QueueUpdate
 from ._recorder import Recorder
 from ._state import AgentState
@@ -124,7 +125,14 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+                log_failure(
+                    logger,
+                    logging.ERROR,
+                    exc,
+                    "listener %s raised on %s",
+                    _name(listener),
+                    event.type,
+                )
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -218,7 +226,14 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+                log_failure(
+                    logger,
+                    logging.ERROR,
+                    exc,
+                    "listener %s raised on %s",
+                    _name(listener),
+                    event.type,
+                )
                 if failure is None:
                     failure = exc
             except BaseException:

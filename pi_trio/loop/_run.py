@@ -18,12 +18,14 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from logging import ERROR
 from typing import Any, Literal, cast
 
 import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text, is_awaitable
+from .._logging import log_failure, loop_logger
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -145,6 +147,7 @@ class _Run:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
         if self.failure is None:
             self.failure = exc
+            log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
         self.scope.cancel(reason=f"run failed: {exception_text(exc)}")
         await trio.lowlevel.checkpoint()  # raises Cancelled when we are inside our scope
         # not inside it (a shield, a from_thread system task): report the failure itself
@@ -178,6 +181,7 @@ class _Run:
             # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
                 self.failure = exc
+                log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
             await close_run(self)
             raise
         if self.failure is not None:
@@ -428,6 +432,12 @@ class _Run:
         partial = transcript.open if self.phase is Phase.STREAMING else None
         if final is None:
             text = exception_text(failure) if failure is not None else _NO_END
+            if failure is not None:
+                log_failure(
+                    loop_logger, ERROR, failure,
+                    "the model request failed (the stream function or a request hook raised): %s",
+                    text,
+                )  # fmt: skip
             message = partial if isinstance(partial, AssistantMessage) else None
             if message is None:
                 message = self.bare_message("error", text)

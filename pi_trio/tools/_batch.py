@@ -19,13 +19,16 @@ cancellation) ends the batch with that exception, plain, never inside an excepti
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from logging import WARNING
 from typing import Any
 
 import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text
+from .._errors import ToolArgumentError
 from .._groups import must_propagate, plain_exception
+from .._logging import log_failure, tools_logger
 from ..events import (
     AgentEvent,
     ToolExecutionEnd,
@@ -96,6 +99,20 @@ class _OneAtATime:
             self._busy = False
             if self._waiting:
                 self._waiting.unpark()
+
+
+def _log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
+    """A call that failed before it ran: invalid arguments are the model's to fix (INFO, no
+    traceback); a raising ``prepare_arguments`` or ``before_tool_call`` is the application's."""
+    if isinstance(exc, ToolArgumentError):
+        tools_logger.info("tool %s (call %s): %s", call.name, call.id, text)
+        return
+    log_failure(
+        tools_logger, WARNING, exc,
+        "tool %s (call %s) failed before it ran (prepare_arguments or before_tool_call); "
+        "the model sees: %s",
+        call.name, call.id, text,
+    )  # fmt: skip
 
 
 def _timed_out(tool: AgentTool, timeout: float) -> ToolResult:
@@ -290,7 +307,9 @@ class ToolBatch:
                     slot.result.terminate = bool(decision.terminate)
                     return False
         except Exception as exc:
-            slot.result, slot.is_error, slot.error = error_result(exception_text(exc)), True, exc
+            text = exception_text(exc)
+            slot.result, slot.is_error, slot.error = error_result(text), True, exc
+            _log_prepare_failure(call, exc, text)
             return False
         slot.tool, slot.args = tool, args
         return True
@@ -320,12 +339,20 @@ class ToolBatch:
                     value = await tool.run(call.id, slot.args, on_update)
                 if limit.cancelled_caught:
                     value = _timed_out(tool, timeout)
+                    tools_logger.info(
+                        "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
+                    )
             result = _as_tool_result(value)
             is_error = bool(result.is_error)
         except BaseException as exc:  # one failing tool never takes the batch down
             if must_propagate(exc):
                 raise
-            result, is_error, slot.error = error_result(exception_text(exc)), True, exc
+            text = exception_text(exc)
+            result, is_error, slot.error = error_result(text), True, exc
+            log_failure(
+                tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
+                call.name, call.id, text,
+            )  # fmt: skip
         if self._after is not None:
             result, is_error = await self._after_tool_call(slot, result, is_error)
         slot.result, slot.is_error = result, is_error
@@ -342,7 +369,13 @@ class ToolBatch:
             override = await call_maybe_async(self._after, context)
         except Exception as exc:
             slot.error = exc
-            return error_result(exception_text(exc)), True
+            text = exception_text(exc)
+            log_failure(
+                tools_logger, WARNING, exc,
+                "after_tool_call raised for tool %s (call %s); the model sees: %s",
+                slot.call.name, slot.call.id, text,
+            )  # fmt: skip
+            return error_result(text), True
         if override is None:
             return result, is_error
         merged = ToolResult(
