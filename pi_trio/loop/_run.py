@@ -26,6 +26,7 @@ import trio
 
 from .._callbacks import call_maybe_async, exception_text, is_awaitable
 from .._logging import log_failure, loop_logger
+from .._telemetry import RunTracing, start_run
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -116,6 +117,7 @@ class _Run:
         self.failure: BaseException | None = None
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
+        self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
         self.scope = trio.CancelScope()
 
     # --- plumbing ----------------------------------------------------------------------------
@@ -174,6 +176,15 @@ class _Run:
     # --- the run -----------------------------------------------------------------------------
 
     async def execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
+        tracing = self.tracing = start_run(self.model, self.options.session_id)
+        if tracing is None:
+            return await self._execute(prompts)
+        try:
+            return await tracing.run(lambda: self._execute(prompts))
+        finally:
+            tracing.end(self.transcript.messages, self.failure or self.response_error)
+
+    async def _execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         try:
             with self.scope:
                 await self._body(prompts)
@@ -368,6 +379,8 @@ class _Run:
                 context = update.context or context
                 model = update.model or model
                 options = update.options or options
+        if self.tracing is not None:
+            self.tracing.start_chat(model, context)
         return context, options, model
 
     async def _assistant_turn(self) -> AssistantMessage:
@@ -433,11 +446,7 @@ class _Run:
         if final is None:
             text = exception_text(failure) if failure is not None else _NO_END
             if failure is not None:
-                log_failure(
-                    loop_logger, ERROR, failure,
-                    "the model request failed (the stream function or a request hook raised): %s",
-                    text,
-                )  # fmt: skip
+                log_failure(loop_logger, ERROR, failure, "the model request failed: %s", text)
             message = partial if isinstance(partial, AssistantMessage) else None
             if message is None:
                 message = self.bare_message("error", text)
@@ -446,6 +455,8 @@ class _Run:
         else:
             message = final
         self.response_error = failure if message.stop_reason == "error" else None
+        if self.tracing is not None:
+            self.tracing.end_chat(message, failure)
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
         calls = [] if failed else message.tool_calls
         if calls:

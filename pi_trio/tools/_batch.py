@@ -29,6 +29,7 @@ from .._callbacks import call_maybe_async, exception_text
 from .._errors import ToolArgumentError
 from .._groups import must_propagate, plain_exception
 from .._logging import log_failure, tools_logger
+from .._telemetry import end_tool, start_tool
 from ..events import (
     AgentEvent,
     ToolExecutionEnd,
@@ -329,34 +330,39 @@ class ToolBatch:
         async def on_update(partial: ToolResult) -> None:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
-        timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
-        slot.started_at = self._now()
+        started = start_tool(call, tool.description)  # None unless OpenTelemetry is on
         try:
-            if timeout is None:
-                value = await tool.run(call.id, slot.args, on_update)
-            else:
-                with trio.move_on_after(timeout) as limit:
+            timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
+            slot.started_at = self._now()
+            try:
+                if timeout is None:
                     value = await tool.run(call.id, slot.args, on_update)
-                if limit.cancelled_caught:
-                    value = _timed_out(tool, timeout)
-                    tools_logger.info(
-                        "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
-                    )
-            result = _as_tool_result(value)
-            is_error = bool(result.is_error)
-        except BaseException as exc:  # one failing tool never takes the batch down
-            if must_propagate(exc):
-                raise
-            text = exception_text(exc)
-            result, is_error, slot.error = error_result(text), True, exc
-            log_failure(
-                tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
-                call.name, call.id, text,
-            )  # fmt: skip
-        if self._after is not None:
-            result, is_error = await self._after_tool_call(slot, result, is_error)
-        slot.result, slot.is_error = result, is_error
-        await self._end(slot)
+                else:
+                    with trio.move_on_after(timeout) as limit:
+                        value = await tool.run(call.id, slot.args, on_update)
+                    if limit.cancelled_caught:
+                        value = _timed_out(tool, timeout)
+                        tools_logger.info(
+                            "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
+                        )
+                result = _as_tool_result(value)
+                is_error = bool(result.is_error)
+            except BaseException as exc:  # one failing tool never takes the batch down
+                if must_propagate(exc):
+                    raise
+                text = exception_text(exc)
+                result, is_error, slot.error = error_result(text), True, exc
+                log_failure(
+                    tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
+                    call.name, call.id, text,
+                )  # fmt: skip
+            if self._after is not None:
+                result, is_error = await self._after_tool_call(slot, result, is_error)
+            slot.result, slot.is_error = result, is_error
+            await self._end(slot)
+        finally:
+            if started is not None:
+                end_tool(started, slot.result, slot.is_error, slot.error)
 
     async def _after_tool_call(
         self, slot: _Slot, result: ToolResult, is_error: bool

@@ -175,3 +175,35 @@ async def test_a_failure_is_logged_once_at_error(server: Any, client: Any, caplo
     records = [r for r in caplog.records if r.name == "pi_trio.providers"]
     assert [r.levelno for r in records] == [logging.ERROR]
     assert "HTTP 500 Internal Server Error: oops" in records[0].getMessage()
+
+
+async def test_a_provider_error_on_the_spans(server: Any, client: Any) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    import pi_trio.otel
+
+    exporter = InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pi_trio.otel.configure(tracer_provider=provider)
+    try:
+        spec = COMPLETIONS
+        server.script(spec.path, Status(429, body("slow down", "rate_limit_error")))
+        agent = pt.Agent(
+            pt.AgentState(model=spec.model(server.url)),
+            stream_options=pt.StreamOptions(api_key=KEY, http_client=client, max_retries=0),
+        )
+        await agent.prompt("hi")
+    finally:
+        pi_trio.otel.configure()
+    spans = {span.name.split(" ")[0]: span for span in exporter.get_finished_spans()}
+    chat, run = spans["chat"], spans["invoke_agent"]
+    assert chat.parent.span_id == run.context.span_id
+    assert chat.attributes["error.type"] == run.attributes["error.type"] == "rate_limit"
+    assert chat.attributes["server.address"] == "127.0.0.1"
+    assert chat.status.status_code is run.status.status_code is StatusCode.ERROR
+    assert chat.status.description == "HTTP 429 Too Many Requests: slow down (rate_limit_error)"
+    assert KEY not in str([dict(s.attributes) for s in exporter.get_finished_spans()])
