@@ -9,8 +9,9 @@ Spans follow the OpenTelemetry GenAI semantic conventions::
 
 Only ``opentelemetry-api`` is needed at run time, and only when it is installed: nothing here
 imports it before the first run that asks (``import pi_trio`` never does), and without it
-every hook below is a ``None`` check. With the API but no SDK configured, the API's own
-no-op tracer makes the spans cost next to nothing; nothing is recorded.
+every hook below is a ``None`` check. With the API but no tracer provider set up (the API's
+default proxy, which records nothing), no span is made at all; a provider set later is picked
+up at the next run.
 
 Context handling, and why: the run's span is made current (attached) in the run's task for
 the run's duration, so tool tasks started from it (which copy its context) and the
@@ -54,8 +55,10 @@ _CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 class _Settings:
     resolved = False
     enabled = True
-    tracer: Any = None  # an opentelemetry Tracer once resolved, None when off
+    trace: Any = None  # the opentelemetry.trace module, once imported
+    tracer: Any = None  # the Tracer runs use, None when off
     provider: Any = None  # a TracerProvider to use instead of the global one
+    global_provider: Any = None  # the global provider the tracer was made from
     capture: bool | None = None  # None: from the environment
 
 
@@ -82,30 +85,45 @@ def configure(
     _settings.provider = tracer_provider
     _settings.capture = capture_content
     _settings.resolved = False
-    _settings.tracer = None
 
 
 def _tracer() -> Any:
-    """The tracer, or None when tracing is off or the API is not installed."""
-    if _settings.resolved:
-        return _settings.tracer
-    _settings.resolved = True
-    _settings.tracer = None
-    if not _settings.enabled or importlib.util.find_spec("opentelemetry") is None:
+    """The tracer, or None when tracing is off, the API is not installed, or no tracer
+    provider is set up (the API's default proxy records nothing: then no span is made at
+    all, which keeps a run as cheap as without the extra)."""
+    if not _settings.resolved:
+        _resolve()
+    trace = _settings.trace
+    if trace is None:
         return None
+    if _settings.provider is not None:
+        return _settings.tracer
+    provider = trace.get_tracer_provider()
+    if provider is not _settings.global_provider:  # set (or replaced) since the last run
+        _settings.global_provider = provider
+        real = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+        _settings.tracer = provider.get_tracer("pi_trio", _version()) if real else None
+    return _settings.tracer
+
+
+def _resolve() -> None:
+    _settings.resolved = True
+    _settings.trace = _settings.tracer = _settings.global_provider = None
+    if not _settings.enabled or importlib.util.find_spec("opentelemetry") is None:
+        return
     try:
         from opentelemetry import trace
     except ImportError:
-        return None
+        return
+    _settings.trace = trace
+    if _settings.provider is not None:
+        _settings.tracer = _settings.provider.get_tracer("pi_trio", _version())
+
+
+def _version() -> str:
     from ._version import __version__
 
-    provider = _settings.provider
-    _settings.tracer = (
-        provider.get_tracer("pi_trio", __version__)
-        if provider is not None
-        else trace.get_tracer("pi_trio", __version__)
-    )
-    return _settings.tracer
+    return __version__
 
 
 def _capture() -> bool:

@@ -195,3 +195,29 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry.")))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_global_provider_is_used_once_set_and_nothing_is_made_before() -> None:
+    code = """
+import trio, pi_trio as pt
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pi_trio import _telemetry
+
+def run():
+    model = pt.faux.FauxModel([pt.faux.assistant_message("hi")])
+    trio.run(pt.Agent(pt.AgentState(model=model.model), stream_fn=model).prompt, "go")
+
+run()  # the API's default proxy provider: no span is made at all
+print(_telemetry._settings.tracer)
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+run()
+print(sorted(span.name for span in exporter.get_finished_spans()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["None", "['chat faux-1', 'invoke_agent']"]
