@@ -125,14 +125,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                log_failure(
-                    logger,
-                    logging.ERROR,
-                    exc,
-                    "listener %s raised on %s",
-                    _name(listener),
-                    event.type,
-                )
+                _listener_failed(listener, event, exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -226,14 +219,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                log_failure(
-                    logger,
-                    logging.ERROR,
-                    exc,
-                    "listener %s raised on %s",
-                    _name(listener),
-                    event.type,
-                )
+                _listener_failed(listener, event, exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -242,6 +228,11 @@ class Delivery:
                 raise
         if failure is not None:
             raise failure
+
+
+def _listener_failed(listener: Listener, event: AgentEvent, exc: Exception) -> None:
+    """Log a listener's exception once, with its traceback (the run it ends does not again)."""
+    log_failure(logger, logging.ERROR, exc, "listener %s raised on %s", _name(listener), event.type)
 
 
 def _name(listener: Listener) -> str:
