@@ -272,8 +272,11 @@ def start_run(model: Model, session_id: str | None) -> RunTracing | None:
 
 
 def start_tool(call: ToolCall, description: str) -> tuple[Any, Any] | None:
-    """Start (and make current in this task) the span of a tool call; None when off."""
-    tracer = _tracer()
+    """Start (and make current in this task) the span of a tool call; None when off.
+
+    Uses the tracer the run's :func:`start_run` settled on (a tool call always runs inside a
+    run), so a tool call costs no look-up of the global provider."""
+    tracer = _settings.tracer
     if tracer is None:
         return None
     from opentelemetry import context, trace
