@@ -12,6 +12,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ._errors import PiError
+
 __all__ = ["call_maybe_async", "exception_text", "is_awaitable"]
 
 _PLAIN = frozenset({type(None), bool, int, float, str, list, tuple, dict})
@@ -36,5 +38,21 @@ def is_awaitable(value: object) -> bool:
 
 
 def exception_text(exc: BaseException) -> str:
-    """What the model (or the transcript) is told about an exception: its text, else its type."""
-    return str(exc) or type(exc).__name__
+    """What the model (or the transcript) is told about an exception.
+
+    The rule: the text alone when it says what happened, the type too when the text needs it.
+
+    * a plain ``Exception("boom")`` or ``RuntimeError("boom")``, and pi_trio's own errors
+      (``PiError``: their texts are written to be read, some are pi's exact texts): ``boom``,
+      as pi reports a JavaScript ``Error`` by its message;
+    * any other type, the way Python's traceback ends: ``KeyError: 'missing'``,
+      ``ZeroDivisionError: division by zero``, ``ValueError: ...``;
+    * an exception without text: its type (``TimeoutError``).
+    """
+    text = str(exc)
+    cls = type(exc)
+    if not text:
+        return cls.__name__
+    if cls is Exception or cls is RuntimeError or isinstance(exc, PiError):
+        return text
+    return f"{cls.__name__}: {text}"

@@ -10,7 +10,8 @@ working. The classes are not final: an application may derive its own errors fro
     ├── AgentBusyError (RuntimeError)       prompt()/continue_()/reset() during a run
     ├── ContinueError (ValueError)          continue_(), run_agent_loop_continue(): nothing to do
     ├── ToolArgumentError (ValueError)      a tool call's arguments did not validate
-    └── ProviderNotFoundError (LookupError) unknown wire API, provider or model
+    ├── ProviderNotFoundError (LookupError) unknown wire API, provider or model
+    └── ProviderError                       a model request that failed (a record, not raised)
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
 (pi's behaviour); these exceptions are for programmer errors and misuse.
@@ -19,12 +20,15 @@ Failures of a model call or a tool are *not* raised: they become messages in the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, TypeAlias
 
 __all__ = [
     "AgentBusyError",
     "ContinueError",
     "EventsOverflowError",
     "PiError",
+    "ProviderError",
+    "ProviderErrorKind",
     "ProviderNotFoundError",
     "SessionBusyError",
     "SessionLogError",
@@ -83,6 +87,87 @@ class ToolArgumentError(PiError, ValueError):
 
 class ProviderNotFoundError(PiError, LookupError):
     """No stream function is registered for a model's ``api``, or the model is unknown."""
+
+
+ProviderErrorKind: TypeAlias = Literal[
+    "auth", "rate_limit", "overloaded", "server", "bad_request", "timeout", "connection", "protocol"
+]
+
+
+class ProviderError(PiError):
+    """A model request that failed, as a record a program can branch on (pi_trio's addition).
+
+    Built-in providers never raise it: a failed request still ends its stream with pi's error
+    assistant message (stop_reason "error", ``error_message`` = ``str(this)``), and this record
+    travels beside it on ``StreamError.provider_error``, on the run's ``AgentEnd.error`` and on
+    ``agent.state.error``. It is an exception so that it can be that "run's failure" like any
+    other, and so an application may raise it itself.
+
+    Attributes (also the keyword arguments):
+        message: the error_message (secrets masked).
+        kind: what went wrong, to branch on:
+
+            ``auth``         401/403, or no API key (the message names the variable to set)
+            ``rate_limit``   429
+            ``overloaded``   503, 529, or an "overloaded" error event
+            ``server``       other 5xx, or an error event the provider sent in the stream
+            ``bad_request``  400, 404 (the message names the URL), 422 ..., a request
+                             that could not be built
+            ``timeout``      408, a first-byte, idle or overall timeout
+            ``connection``   connecting failed, or the connection broke mid-stream
+            ``protocol``     not an event stream (an HTML page), invalid JSON, a stream
+                             that ended early or that the decoder could not read
+        status: the HTTP status, when a response came.
+        retryable: whether trying again later could help (the retries allowed by
+            ``max_retries`` have been made already).
+        retry_after: the wait the server asked for, in seconds, when it said.
+        url: the request's URL without query string or credentials.
+        code: the provider's own error code or type (``rate_limit_exceeded``,
+            ``overloaded_error``, ``RESOURCE_EXHAUSTED`` ...), when it sent one.
+        provider: the model's provider (``openai``, ``anthropic`` ...).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ProviderErrorKind,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        url: str | None = None,
+        code: str | None = None,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind: ProviderErrorKind = kind
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.url = url
+        self.code = code
+        self.provider = provider
+
+    def fields(self) -> dict[str, object]:
+        """The keyword attributes as a dict (for logs, metrics, JSON of the application's)."""
+        return {name: getattr(self, name) for name in _PROVIDER_ERROR_FIELDS}
+
+    def __repr__(self) -> str:
+        shown = [f"{k}={v!r}" for k, v in self.fields().items() if v is not None and v is not False]
+        return f"{type(self).__name__}({self.message!r}, {', '.join(shown)})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_provider_error, (type(self), self.message, self.fields()))
+
+
+_PROVIDER_ERROR_FIELDS = ("kind", "status", "retryable", "retry_after", "url", "code", "provider")
+
+
+def _rebuild_provider_error(
+    cls: type[ProviderError], message: str, fields: dict[str, object]
+) -> ProviderError:
+    return cls(message, **fields)  # type: ignore[arg-type]
 
 
 class EventsOverflowError(PiError):

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal, TypeAlias, final
 
 import attrs
 
+from ._errors import ProviderError
 from .messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage
 
 __all__ = [
@@ -52,6 +53,11 @@ __all__ = [
     "TurnEnd",
     "TurnStart",
 ]
+
+
+NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
+"""Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
+them out; ``pt.from_json`` leaves them at their default)."""
 
 
 # --- stream events (pi-ai's AssistantMessageEvent) -------------------------------------------
@@ -176,11 +182,19 @@ class StreamDone:
 @final
 @attrs.define(unsafe_hash=True)
 class StreamError:
-    """The response failed; ``error`` is the final assistant message ("error" or "aborted")."""
+    """The response failed; ``error`` is the final assistant message ("error" or "aborted").
+
+    ``provider_error`` (pi_trio's addition, not in pi's JSON): the failure as a
+    :class:`pi_trio.ProviderError` record (kind, HTTP status, retry facts) when a built-in
+    provider failed; ``None`` for an abort or a stream function that gives none.
+    """
 
     type: ClassVar[Literal["error"]] = "error"
     reason: Literal["error", "aborted"]
     error: AssistantMessage
+    provider_error: ProviderError | None = attrs.field(
+        default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
+    )
 
 
 StreamEvent: TypeAlias = (
@@ -220,10 +234,6 @@ class ToolResult:
 
 # --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------
 
-NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
-"""Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
-them out; ``pt.from_json`` leaves them at their default)."""
-
 
 @final
 @attrs.define(unsafe_hash=True)
@@ -237,10 +247,19 @@ class AgentStart:
 @final
 @attrs.define(unsafe_hash=True)
 class AgentEnd:
-    """The run is over; ``messages`` are the messages this run added."""
+    """The run is over; ``messages`` are the messages this run added.
+
+    ``error`` (pi_trio's addition, not in pi's JSON): the exception behind a run that ended
+    with stop_reason "error": a :class:`pi_trio.ProviderError` for a provider's failure, else
+    what the stream function, a hook or a listener raised (its text is the error message);
+    ``None`` for a run that ended normally or was aborted.
+    """
 
     type: ClassVar[Literal["agent_end"]] = "agent_end"
     messages: list[AgentMessage]
+    error: BaseException | None = attrs.field(
+        default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
+    )
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -328,7 +347,12 @@ class ToolExecutionUpdate:
 @attrs.define(unsafe_hash=True)
 class ToolExecutionEnd:
     """A tool call finished (in completion order): ``result`` is what the model will see;
-    ``is_error`` for failures, unknown tools, invalid arguments, blocked or aborted calls."""
+    ``is_error`` for failures, unknown tools, invalid arguments, blocked or aborted calls.
+
+    ``error`` (pi_trio's addition, not in pi's JSON): the exception itself when the result
+    comes from one (the tool, ``prepare_arguments``, validation, ``before_tool_call`` or
+    ``after_tool_call`` raised), with its traceback; the model sees only its text.
+    """
 
     type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
     tool_call_id: str
@@ -337,6 +361,9 @@ class ToolExecutionEnd:
     is_error: bool
     duration_ms: float | None = attrs.field(
         default=None, init=False, eq=False, metadata=NOT_ON_WIRE
+    )
+    error: BaseException | None = attrs.field(
+        default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
     )
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 

@@ -308,7 +308,7 @@ async def test_stream_function_that_raises_is_an_error_message() -> None:
     agent = pt.Agent(pt.AgentState(model=pt.get_model("faux", "faux-1")), stream_fn=broken)
     events = record(agent)
     await agent.prompt("go")
-    assert agent.state.error_message == "dns failure"
+    assert agent.state.error_message == "ConnectionError: dns failure"
     assert [e.type for e in events][-3:] == ["message_end", "turn_end", "agent_end"]
 
 

@@ -99,7 +99,7 @@ async def test_a_failing_flush_ends_the_run_with_its_error() -> None:
     delivered: list[pt.AgentEvent] = []
     agent.subscribe(delivered.append)
     await agent.prompt("hi")
-    assert agent.state.error_message == "disk full"
+    assert agent.state.error_message == "OSError: disk full"
     last = agent.state.messages[-1]
     assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
 

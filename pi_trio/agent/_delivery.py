@@ -27,6 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
+from .._logging import log_failure
 from ..events import AgentEvent, BudgetReached, QueueUpdate
 from ._recorder import Recorder
 from ._state import AgentState
@@ -124,7 +125,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+                _listener_failed(listener, event, exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -218,7 +219,7 @@ class Delivery:
                 if pending is not None:
                     await pending
             except Exception as exc:
-                logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+                _listener_failed(listener, event, exc)
                 if failure is None:
                     failure = exc
             except BaseException:
@@ -227,6 +228,11 @@ class Delivery:
                 raise
         if failure is not None:
             raise failure
+
+
+def _listener_failed(listener: Listener, event: AgentEvent, exc: Exception) -> None:
+    """Log a listener's exception once, with its traceback (the run it ends does not again)."""
+    log_failure(logger, logging.ERROR, exc, "listener %s raised on %s", _name(listener), event.type)
 
 
 def _name(listener: Listener) -> str:

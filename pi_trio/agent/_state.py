@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
+from .._errors import ProviderError
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -81,7 +82,9 @@ class AgentState:
     is active, ``messages`` grows at each ``message_end`` (before listeners see the event);
     ``streaming_message`` is the assistant message being streamed; ``pending_tool_calls`` the
     ids of tools running. When the run ends, ``messages`` is the run's complete transcript even
-    if some closing events could not be delivered.
+    if some closing events could not be delivered. ``error`` is the exception behind the last
+    run's failure (``AgentEnd.error``: a ``pt.ProviderError`` for a provider's failure, see
+    ``provider_error``), ``None`` after a run that ended normally or was aborted.
     """
 
     system_prompt: str = ""
@@ -97,6 +100,7 @@ class AgentState:
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
     _pending: set[str] = attrs.field(factory=set, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
+    error: BaseException | None = attrs.field(default=None, init=False)
 
     @property
     def tools(self) -> list[AgentTool]:
@@ -120,6 +124,11 @@ class AgentState:
         return frozenset(self._pending)
 
     @property
+    def provider_error(self) -> ProviderError | None:
+        """``error`` when the last run failed at the provider: kind, HTTP status, retry facts."""
+        return self.error if isinstance(self.error, ProviderError) else None
+
+    @property
     def last_assistant_message(self) -> AssistantMessage | None:
         """The most recent assistant message of the transcript, if any."""
         for message in reversed(self.messages):
@@ -141,7 +150,7 @@ class AgentState:
         """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
         self.is_streaming = True
         self.streaming_message = None
-        self.error_message = None
+        self.error_message = self.error = None
 
     def end_run(self) -> None:
         """Reset the runtime fields once a run is over; ``error_message`` is the last
@@ -159,7 +168,7 @@ class AgentState:
         self.is_streaming = False
         self.streaming_message = None
         self._pending.clear()
-        self.error_message = None
+        self.error_message = self.error = None
 
 
 # --- the reducers: one per event type that changes the runtime fields --------------------------
@@ -171,6 +180,11 @@ def _streaming(state: AgentState, event: MessageStart | MessageUpdate) -> None:
 
 def _not_streaming(state: AgentState, event: MessageEnd | AgentEnd) -> None:
     state.streaming_message = None
+
+
+def _run_ended(state: AgentState, event: AgentEnd) -> None:
+    state.streaming_message = None
+    state.error = event.error
 
 
 def _tool_started(state: AgentState, event: ToolExecutionStart) -> None:
@@ -191,7 +205,7 @@ _REDUCERS: dict[type[AgentEvent], Callable[[AgentState, Any], None]] = {
     MessageStart: _streaming,
     MessageUpdate: _streaming,
     MessageEnd: _not_streaming,
-    AgentEnd: _not_streaming,
+    AgentEnd: _run_ended,
     ToolExecutionStart: _tool_started,
     ToolExecutionEnd: _tool_ended,
     TurnEnd: _turn_ended,

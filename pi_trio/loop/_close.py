@@ -104,7 +104,7 @@ def closing_events(run: _Run) -> list[AgentEvent]:
             add(*transcript.finish())  # queued messages already taken from their queue
             bare_turn()
     run.phase = Phase.ENDED
-    add(AgentEnd(transcript.new_messages))
+    add(AgentEnd(transcript.new_messages, error=failure))
     return events
 
 

@@ -18,12 +18,15 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from logging import ERROR
 from typing import Any, Literal, cast
 
 import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text, is_awaitable
+from .._logging import log_failure, loop_logger
+from .._telemetry import RunTracing, start_run
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -121,7 +124,9 @@ class _Run:
         self.model = config.model  # prepare_next_turn may change it for later requests
         self.options = config.stream_options
         self.failure: BaseException | None = None
+        self.response_error: Exception | None = None  # behind the last response's "error"
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
+        self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
         self.scope = trio.CancelScope()
 
     def _use_tools(self, tools: Sequence[AgentTool]) -> None:
@@ -159,6 +164,7 @@ class _Run:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
         if self.failure is None:
             self.failure = exc
+            log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
         self.scope.cancel(reason=f"run failed: {exception_text(exc)}")
         await trio.lowlevel.checkpoint()  # raises Cancelled when we are inside our scope
         # not inside it (a shield, a from_thread system task): report the failure itself
@@ -185,6 +191,15 @@ class _Run:
     # --- the run -----------------------------------------------------------------------------
 
     async def execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
+        tracing = self.tracing = start_run(self.model, self.options.session_id)
+        if tracing is None:
+            return await self._execute(prompts)
+        try:
+            return await tracing.run(lambda: self._execute(prompts))
+        finally:
+            tracing.end(self.transcript.messages, self.failure or self.response_error)
+
+    async def _execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         try:
             with self.scope:
                 await self._body(prompts)
@@ -192,6 +207,7 @@ class _Run:
             # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
                 self.failure = exc
+                log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
             await close_run(self)
             raise
         if self.failure is not None:
@@ -351,7 +367,7 @@ class _Run:
 
     async def _end(self) -> None:
         self.phase = Phase.ENDED
-        await self.emit(AgentEnd(self.transcript.new_messages))
+        await self.emit(AgentEnd(self.transcript.new_messages, error=self.response_error))
 
     # --- one assistant response --------------------------------------------------------------
 
@@ -385,6 +401,8 @@ class _Run:
                 context = update.context or context
                 model = update.model or model
                 options = update.options or options
+        if self.tracing is not None:
+            self.tracing.start_chat(model, context)
         return context, options, model
 
     async def _assistant_turn(self) -> AssistantMessage:
@@ -432,6 +450,7 @@ class _Run:
                         break
                     elif cls is StreamError:
                         final = cast(StreamError, event).error
+                        failure = cast(StreamError, event).provider_error
                         break
         except Exception as exc:
             failure = exc
@@ -448,6 +467,8 @@ class _Run:
         partial = transcript.open if self.phase is Phase.STREAMING else None
         if final is None:
             text = exception_text(failure) if failure is not None else _NO_END
+            if failure is not None:
+                log_failure(loop_logger, ERROR, failure, "the model request failed: %s", text)
             message = partial if isinstance(partial, AssistantMessage) else None
             if message is None:
                 message = self.bare_message("error", text)
@@ -455,6 +476,9 @@ class _Run:
             message.error_message = text
         else:
             message = final
+        self.response_error = failure if message.stop_reason == "error" else None
+        if self.tracing is not None:
+            self.tracing.end_chat(message, failure)
         failed = message.stop_reason == "error" or message.stop_reason == "aborted"
         calls = [] if failed else message.tool_calls
         if calls:

@@ -16,9 +16,18 @@ import json
 import re
 from collections.abc import Iterable
 
-from .._errors import PiError
+from .._errors import PiError, ProviderErrorKind
 
-__all__ = ["ERROR_TEXT_LIMIT", "ProviderFailure", "error_text", "redact", "shorten"]
+__all__ = [
+    "ERROR_TEXT_LIMIT",
+    "ProviderFailure",
+    "error_code",
+    "error_text",
+    "kind_of_code",
+    "kind_of_status",
+    "redact",
+    "shorten",
+]
 
 ERROR_TEXT_LIMIT = 2000
 """Characters of an error_message kept (after masking)."""
@@ -40,14 +49,69 @@ class ProviderFailure(PiError):
         message: what happened, for the user.
         retryable: whether trying the request again could help.
         retry_after: the server's requested wait in seconds, when it sent one.
+        kind: the ``pt.ProviderError`` kind it becomes.
+        status: the HTTP status, when a response came.
+        code: the provider's own error code or type, when it sent one.
     """
 
     def __init__(
-        self, message: str, *, retryable: bool = False, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        kind: ProviderErrorKind = "server",
+        status: int | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.kind: ProviderErrorKind = kind
+        self.status = status
+        self.code = code
+
+    def saying(self, message: str) -> ProviderFailure:
+        """The same failure (kind, status, code, retry facts) with another message."""
+        return ProviderFailure(
+            message,
+            retryable=self.retryable,
+            retry_after=self.retry_after,
+            kind=self.kind,
+            status=self.status,
+            code=self.code,
+        )
+
+
+def kind_of_status(status: int) -> ProviderErrorKind:
+    """The ``pt.ProviderError`` kind of an HTTP error status."""
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status == 408:
+        return "timeout"
+    if status in (503, 529):
+        return "overloaded"
+    if status >= 500:
+        return "server"
+    return "bad_request"
+
+
+def kind_of_code(code: str | None, default: ProviderErrorKind = "server") -> ProviderErrorKind:
+    """The kind of an error a provider reported by its code or type alone (an error event)."""
+    text = (code or "").lower()
+    if "overloaded" in text or text == "unavailable" or "capacity" in text:
+        return "overloaded"
+    if "rate_limit" in text or "rate limit" in text or text == "resource_exhausted":
+        return "rate_limit"
+    if "auth" in text or "permission" in text or "api_key" in text:
+        return "auth"
+    if "invalid" in text or "not_found" in text or "bad_request" in text:
+        return "bad_request"
+    if "timeout" in text or "deadline" in text:
+        return "timeout"
+    return default
 
 
 def _hex(code: int, width: int) -> str:
@@ -87,6 +151,24 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
 def shorten(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, marked with "..." when cut. Mask before this."""
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def error_code(body: str) -> str | None:
+    """The provider's own error code or type from a JSON error body (``error.code``,
+    ``error.type`` or ``error.status``), else None."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, list) and data:
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        for key in ("code", "type", "status"):
+            value = error.get(key)
+            if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
+                return str(value)
+    return None
 
 
 def error_text(body: str) -> str:

@@ -30,12 +30,13 @@ import http
 import weakref
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import httpx
 import trio
 
-from ._failure import ProviderFailure, error_text
+from ._failure import ProviderFailure, error_code, error_text, kind_of_status, shorten
 from ._retry import RETRYABLE_STATUS, RequestPolicy, parse_retry_after
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "default_client",
     "open_exchange",
     "pool_in_use",
+    "safe_url",
     "send_guarded",
     "transport_failure",
 ]
@@ -54,6 +56,7 @@ CLOSE_GRACE = 2.0  # seconds allowed for closing a response or the default clien
 _ERROR_BODY_LIMIT = 64 * 1024  # bytes of an error body read for its message
 _ERROR_BODY_WAIT = 5.0  # seconds allowed for reading them
 _EVENT_STREAM = "text/event-stream"
+_FIRST_BYTES = 200  # characters of a body that is not an event stream shown in the message
 
 
 # --- the shared client -------------------------------------------------------
@@ -168,22 +171,29 @@ def transport_failure(
     if phase == "send":
         if isinstance(exc, httpx.TimeoutException):
             return ProviderFailure(
-                f"timeout while connecting to {host}: {_describe(exc)}", retryable=True
+                f"timeout while connecting to {host}: {_describe(exc)}",
+                retryable=True,
+                kind="timeout",
             )
         if isinstance(exc, httpx.TransportError):
-            return ProviderFailure(f"connection to {host} failed: {_describe(exc)}", retryable=True)
+            return ProviderFailure(
+                f"connection to {host} failed: {_describe(exc)}", retryable=True, kind="connection"
+            )
     else:
         if isinstance(exc, httpx.TimeoutException):
-            return ProviderFailure(f"timeout while reading the response: {_describe(exc)}")
+            return ProviderFailure(
+                f"timeout while reading the response: {_describe(exc)}", kind="timeout"
+            )
         if isinstance(exc, httpx.DecodingError):  # e.g. a body that is not the gzip it claims
-            return ProviderFailure(f"invalid response body: {_describe(exc)}")
+            return ProviderFailure(f"invalid response body: {_describe(exc)}", kind="protocol")
         if isinstance(exc, httpx.TransportError):
             return ProviderFailure(
                 "connection closed by the server before the response was complete: "
                 + _describe(exc),
                 retryable=True,
+                kind="connection",
             )
-    return ProviderFailure(f"HTTP request to {host} failed: {_describe(exc)}")
+    return ProviderFailure(f"HTTP request to {host} failed: {_describe(exc)}", kind="connection")
 
 
 # --- sending without leaking -------------------------------------------------
@@ -299,7 +309,9 @@ async def open_exchange(
             if limit == deadline:
                 raise overall_timeout(policy)
             raise ProviderFailure(
-                f"timeout: no response from the server within {first_byte:g} s", retryable=True
+                f"timeout: no response from the server within {first_byte:g} s",
+                retryable=True,
+                kind="timeout",
             )
         exchange = Exchange(response, admission=admission)
         admission = None  # the exchange gives it back
@@ -321,7 +333,8 @@ async def open_exchange(
 def overall_timeout(policy: RequestPolicy) -> ProviderFailure:
     """The failure for a request that ran out of its overall ``timeout``."""
     return ProviderFailure(
-        f"timeout: the request exceeded its overall timeout of {policy.timeout:g} s"
+        f"timeout: the request exceeded its overall timeout of {policy.timeout:g} s",
+        kind="timeout",
     )
 
 
@@ -347,12 +360,34 @@ async def _failure_from(response: httpx.Response, media: str, deadline: float) -
                     break
         except httpx.HTTPError:
             pass  # what arrived is all there is to show
-    text = error_text(body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace"))
-    status = f"HTTP {response.status_code} {_reason(response)}".rstrip()
-    if response.status_code < 400:
+    raw = body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
+    text = error_text(raw)
+    code = response.status_code
+    status = f"HTTP {code} {_reason(response)}".rstrip()
+    if code < 400:
+        # an HTML page (a proxy, a login portal, a wrong base_url): its first bytes say which
         status += f" is not an event stream (expected {_EVENT_STREAM}, got {media})"
+        text = shorten(text, _FIRST_BYTES)
+        if text:
+            text = f"the body begins: {text}"
+    elif code == 404:
+        url = safe_url(str(response.request.url))
+        text = f"{text} (POST {url}: check the model's base_url and api)" if text else url
     return ProviderFailure(
         f"{status}: {text}" if text else status,
-        retryable=response.status_code in RETRYABLE_STATUS,
+        retryable=code in RETRYABLE_STATUS,
         retry_after=parse_retry_after(response.headers),
+        kind="protocol" if code < 400 else kind_of_status(code),
+        status=code,
+        code=error_code(raw),
     )
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its query string, fragment and credentials (which may hold a key)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

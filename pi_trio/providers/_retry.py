@@ -73,7 +73,7 @@ class RequestPolicy:
             raise failure
         if failure.retry_after is not None:
             if failure.retry_after > self.max_retry_delay:
-                raise ProviderFailure(
+                raise failure.saying(
                     f"{failure} (the server asked to retry after {failure.retry_after:g} s, "
                     f"more than max_retry_delay {self.max_retry_delay:g} s)"
                 ) from failure
@@ -82,7 +82,7 @@ class RequestPolicy:
             backoff = self.retry_base_delay * 2 ** (attempt - 1)
             delay = min(self.max_retry_delay, backoff) * random.uniform(0.5, 1.0)
         if now + delay >= deadline:
-            raise ProviderFailure(
+            raise failure.saying(
                 f"{failure} (no time left to retry within the overall timeout)"
             ) from failure
         return delay

@@ -84,7 +84,8 @@ class SSEReader:
                 except SSELimitError as exc:
                     raise ProviderFailure(
                         f"the server sent {exc}; not a usable event stream (raise "
-                        "StreamOptions.max_event_bytes if such events are expected)"
+                        "StreamOptions.max_event_bytes if such events are expected)",
+                        kind="protocol",
                     ) from exc
         return pending.popleft()
 
@@ -102,7 +103,8 @@ class SSEReader:
         if limit == self._deadline:
             raise overall_timeout(self._policy)
         raise ProviderFailure(
-            f"timeout: no event from the server for {self._idle:g} s (the stream went idle)"
+            f"timeout: no event from the server for {self._idle:g} s (the stream went idle)",
+            kind="timeout",
         )
 
     async def aclose(self) -> None:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import re
+import traceback
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
@@ -33,12 +35,14 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
-from ..events import StreamEvent
+from .._errors import ProviderError
+from .._logging import providers_logger
+from ..events import StreamError, StreamEvent
 from ..messages import Context, Usage
-from ..models import Model, get_env_api_key
+from ..models import ENV_API_KEYS, Model, get_env_api_key
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, redact, shorten
-from ._http import Exchange, default_client, open_exchange
+from ._http import Exchange, default_client, open_exchange, safe_url
 from ._log_guard import guard_secrets
 from ._options import StreamOptions
 from ._retry import RequestPolicy
@@ -52,6 +56,7 @@ __all__ = [
     "WireApi",
     "WireRequest",
     "compute_cost",
+    "failed_event",
     "parse_event_json",
     "resolve_api_key",
     "stream_wire",
@@ -112,6 +117,14 @@ def resolve_api_key(model: Model, options: StreamOptions) -> str | None:
     return "" if is_loopback(model.base_url) else None
 
 
+def _key_hint(provider: str) -> str:
+    """What to do about a missing key: the environment variable(s) to set."""
+    names = ENV_API_KEYS.get(provider, ())
+    if names:
+        return f"set {' or '.join(names)}, or pass StreamOptions(api_key=...) or get_api_key"
+    return "pass StreamOptions(api_key=...) or get_api_key"
+
+
 def compute_cost(model: Model, usage: Usage) -> Usage:
     """Fill ``usage.cost`` from ``model.cost`` (dollars per million tokens)."""
     rates = model.cost
@@ -135,7 +148,7 @@ def parse_event_json(event: SSEEvent) -> Any:
         return json.loads(event.data)
     except ValueError as exc:
         raise ProviderFailure(
-            f"invalid JSON in event {event.event!r}: {exc}; data: {event.data}"
+            f"invalid JSON in event {event.event!r}: {exc}; data: {event.data}", kind="protocol"
         ) from exc
 
 
@@ -193,9 +206,9 @@ async def stream_wire(
                     await _close(reader, exchange)
                     reader = exchange = None
                     now = trio.current_time()
-                    await trio.sleep(
-                        policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-                    )
+                    delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
+                    _log_retry(request, failure, delay, attempt, policy, masked)
+                    await trio.sleep(delay)
             assert reader is not None
             if emit_start:
                 yield builder.start()
@@ -205,7 +218,8 @@ async def stream_wire(
                 except _DECODER_BUGS as exc:
                     name = "end of stream" if event is None else f"event {event.event!r}"
                     raise ProviderFailure(
-                        f"unexpected {name} from the provider: {type(exc).__name__}: {exc}"
+                        f"unexpected {name} from the provider: {type(exc).__name__}: {exc}",
+                        kind="protocol",
                     ) from exc
                 for stream_event in out:
                     yield stream_event
@@ -214,13 +228,15 @@ async def stream_wire(
                 event = await reader.next_event()
     except ProviderFailure as failure:
         message = error_prefix + str(failure)
+        problem: BaseException = failure
     except Exception as exc:
         if isinstance(exc.__context__, trio.Cancelled | GeneratorExit):
             raise  # it failed while being cancelled or closed: that is what is going on
         message = f"{error_prefix}{type(exc).__name__}: {exc}"
+        problem = exc
     finally:
         await _close(reader, exchange)
-    yield builder.error(shorten(redact(message, masked)))
+    yield failed_event(builder, problem, shorten(redact(message, masked)), request.url, masked)
 
 
 async def _close(reader: SSEReader | None, exchange: Exchange | None) -> None:
@@ -228,6 +244,70 @@ async def _close(reader: SSEReader | None, exchange: Exchange | None) -> None:
         await reader.aclose()
     if exchange is not None:
         await exchange.aclose()
+
+
+def failed_event(
+    builder: MessageBuilder,
+    problem: BaseException,
+    text: str,
+    url: str | None,
+    secrets: Iterable[str] = (),
+) -> StreamError:
+    """The ``StreamError`` ending a failed request, with its ``pt.ProviderError`` record, and
+    the one log record of the failure (ERROR on ``pi_trio.providers``).
+
+    ``text`` is the error_message, already masked. The record's traceback (of the exception
+    behind a transport failure, or of an unexpected one) is formatted and masked here, not
+    passed as ``exc_info``: a handler would format it unmasked.
+    """
+    message = builder.message
+    if isinstance(problem, ProviderFailure):
+        kind, status, code = problem.kind, problem.status, problem.code
+        retryable, retry_after = problem.retryable, problem.retry_after
+        cause = problem.__cause__
+    else:
+        kind, status, code, retryable, retry_after = "protocol", None, None, False, None
+        cause = problem
+    where = None if url is None else safe_url(redact(url, secrets))
+    record = ProviderError(
+        text,
+        kind=kind,
+        status=status,
+        retryable=retryable,
+        retry_after=retry_after,
+        url=where,
+        code=code,
+        provider=message.provider,
+    )
+    trace = ""
+    if cause is not None:
+        trace = "\n" + redact("".join(traceback.format_exception(cause)), secrets).rstrip()
+    providers_logger.error(
+        "%s request to %s failed (%s): %s%s", message.provider, where, kind, text, trace
+    )
+    event = builder.error(text)
+    event.provider_error = record
+    return event
+
+
+def _log_retry(
+    request: WireRequest,
+    failure: ProviderFailure,
+    delay: float,
+    attempt: int,
+    policy: RequestPolicy,
+    secrets: Iterable[str],
+) -> None:
+    if providers_logger.isEnabledFor(logging.INFO):
+        providers_logger.info(
+            "request to %s failed (%s), retrying in %.2f s (retry %d of %d): %s",
+            safe_url(redact(request.url, secrets)),
+            failure.kind,
+            delay,
+            attempt,
+            policy.max_retries,
+            shorten(redact(str(failure), secrets), 500),
+        )
 
 
 async def _failed(event: StreamEvent) -> AsyncGenerator[StreamEvent, None]:
@@ -263,20 +343,27 @@ class WireApi:
     ) -> AsyncGenerator[StreamEvent, None]:
         builder = MessageBuilder(model)
         api_key = resolve_api_key(model, options)
+        url = model.base_url or None
         if api_key is None:
-            return _failed(builder.error(f"No API key for provider: {model.provider}"))
+            text = f"No API key for provider: {model.provider} ({_key_hint(model.provider)})"
+            failure = ProviderFailure(text, kind="auth")
+            return _failed(failed_event(builder, failure, text, url))
         if _HEADER_UNSAFE.search(api_key):
-            return _failed(
-                builder.error(
-                    f"the API key for provider {model.provider} contains a control or "
-                    "non-ASCII character, which an HTTP header cannot carry: check how it "
-                    "was read (the key is not shown)"
-                )
+            text = (
+                f"the API key for provider {model.provider} contains a control or "
+                "non-ASCII character, which an HTTP header cannot carry: check how it "
+                "was read (the key is not shown)"
             )
+            failure = ProviderFailure(text, kind="auth")
+            return _failed(failed_event(builder, failure, text, url))
         secrets = (api_key, options.api_key)
         try:
             request = self.build_request(model, context, options, api_key)
         except Exception as exc:  # e.g. a message the API cannot express
             text = f"cannot build the {model.api} request: {type(exc).__name__}: {exc}"
-            return _failed(builder.error(shorten(redact(text, secrets))))
+            text = shorten(redact(text, secrets))
+            failure = ProviderFailure(text, kind="bad_request")
+            failure.__cause__ = exc
+            masked = tuple(s for s in secrets if s)
+            return _failed(failed_event(builder, failure, text, url, masked))
         return stream_wire(builder, request, self.decoder(model, builder), options, secrets)

@@ -32,7 +32,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, kind_of_code
 from ._options import StreamOptions
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -270,7 +270,12 @@ class AnthropicDecoder:
         if kind == "error" or event.event == "error":
             error = data.get("error", data)
             message = error.get("message", "unknown error")
-            raise ProviderFailure(f"provider error in stream: {message} ({error.get('type')})")
+            code = error.get("type")
+            raise ProviderFailure(
+                f"provider error in stream: {message} ({code})",
+                kind=kind_of_code(code),
+                code=code if isinstance(code, str) else None,
+            )
         builder = self.builder
         if kind == "message_start":
             self.started = True
@@ -363,12 +368,15 @@ class AnthropicDecoder:
     def finish(self) -> Iterable[StreamEvent]:
         if not self.stopped:
             raise ProviderFailure(
-                "connection closed before the response was complete (no message_stop)"
+                "connection closed before the response was complete (no message_stop)",
+                kind="connection",
             )
         reason = self.stop_reason or "end_turn"
         mapped = _STOP_REASONS.get(reason)
         if mapped is None:
-            raise ProviderFailure(f"unknown stop_reason from the provider: {reason}")
+            raise ProviderFailure(
+                f"unknown stop_reason from the provider: {reason}", kind="protocol"
+            )
         if mapped == "error":
             raise ProviderFailure(f"the model stopped with stop_reason {reason!r}")
         return [self.builder.done(mapped)]

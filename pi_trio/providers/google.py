@@ -34,7 +34,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, kind_of_code
 from ._options import StreamOptions
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -240,8 +240,11 @@ class GoogleDecoder:
         chunk = parse_event_json(event)
         if "error" in chunk:
             error = chunk["error"]
+            code = error.get("status")
             raise ProviderFailure(
-                f"provider error in stream: {error.get('message')} ({error.get('status')})"
+                f"provider error in stream: {error.get('message')} ({code})",
+                kind=kind_of_code(code),
+                code=code if isinstance(code, str) else None,
             )
         builder = self.builder
         message = builder.message
@@ -315,7 +318,8 @@ class GoogleDecoder:
     def finish(self) -> Iterable[StreamEvent]:
         if self.finish_reason is None:
             raise ProviderFailure(
-                "connection closed before the response was complete (no finishReason)"
+                "connection closed before the response was complete (no finishReason)",
+                kind="connection",
             )
         out = self._close_current()
         reason = self.finish_reason

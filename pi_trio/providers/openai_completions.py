@@ -49,7 +49,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, kind_of_code
 from ._options import StreamOptions
 from ._sse import SSEEvent
 from ._stream import (
@@ -385,7 +385,11 @@ class CompletionsDecoder:
         if "error" in chunk and not chunk.get("choices"):
             error = chunk["error"]
             text = error.get("message", json.dumps(error)) if isinstance(error, dict) else error
-            raise ProviderFailure(f"provider error in stream: {text}")
+            code = (error.get("code") or error.get("type")) if isinstance(error, dict) else None
+            code = None if code is None else str(code)
+            raise ProviderFailure(
+                f"provider error in stream: {text}", kind=kind_of_code(code), code=code
+            )
         message = self.builder.message
         if chunk.get("id") and not message.response_id:
             message.response_id = chunk["id"]
@@ -402,7 +406,9 @@ class CompletionsDecoder:
             self.finish_reason = choice["finish_reason"]
         delta = choice.get("delta") or {}
         out: list[StreamEvent] = []
-        content = delta.get("content")
+        # a refusal is what the model said instead of answering: kept as text, as the
+        # Responses decoder does
+        content = delta.get("content") or delta.get("refusal")
         if isinstance(content, str) and content:
             if self.text_index is None:
                 out.append(self.builder.text_start())
@@ -481,7 +487,8 @@ class CompletionsDecoder:
     def finish(self) -> Iterable[StreamEvent]:
         if not self.done and self.finish_reason is None:
             raise ProviderFailure(
-                "connection closed before the response was complete (no finish_reason or [DONE])"
+                "connection closed before the response was complete (no finish_reason or [DONE])",
+                kind="connection",
             )
         out: list[StreamEvent] = []
         content = self.builder.message.content

@@ -37,7 +37,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, kind_of_code
 from ._options import StreamOptions
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
@@ -283,17 +283,18 @@ class ResponsesDecoder:
             response = data.get("response") or {}
             error = response.get("error") or {}
             details = response.get("incomplete_details") or {}
+            code = error.get("code") if isinstance(error, dict) else None
             if error:
-                text = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+                text = f"{code or 'unknown'}: {error.get('message') or 'no message'}"
             elif details.get("reason"):
                 text = f"incomplete: {details['reason']}"
             else:
                 text = "unknown error (no error details in response)"
-            raise ProviderFailure(f"response failed: {text}")
-        elif kind == "error":
             raise ProviderFailure(
-                f"provider error in stream: {data.get('code')}: {data.get('message')}"
+                f"response failed: {text}", kind=kind_of_code(code), code=code or None
             )
+        elif kind == "error":
+            raise _error_event(data)
         return []
 
     def _open(self, kind: type) -> bool:
@@ -387,6 +388,20 @@ class ResponsesDecoder:
         if status in ("failed", "cancelled"):
             raise ProviderFailure(f"response {status}")
         return [self.builder.done()]  # "toolUse" when there are tool calls, else "stop"
+
+
+def _error_event(data: dict[str, Any]) -> ProviderFailure:
+    """The failure of an ``error`` event: its code and message at the top level (the
+    documented shape) or nested under ``error`` (what the API also sends)."""
+    nested = data.get("error")
+    source = nested if isinstance(nested, dict) else data
+    code = source.get("code") or source.get("type") or data.get("code")
+    message = source.get("message") or data.get("message")
+    code = None if code is None else str(code)
+    if not message:
+        message = json.dumps(data)[:500]
+    text = f"{code}: {message}" if code else str(message)
+    return ProviderFailure(f"provider error in stream: {text}", kind=kind_of_code(code), code=code)
 
 
 def _parse_object(text: str) -> dict[str, Any]:

@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from logging import WARNING
 from typing import Any
 
 import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text
+from .._errors import ToolArgumentError
 from .._groups import must_propagate, plain_exception
+from .._logging import log_failure, tools_logger
+from .._telemetry import end_tool, start_tool
 from ..events import (
     AgentEvent,
     ToolExecutionEnd,
@@ -99,6 +103,20 @@ class _OneAtATime:
                 self._waiting.unpark()
 
 
+def _log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
+    """A call that failed before it ran: invalid arguments are the model's to fix (INFO, no
+    traceback); a raising ``prepare_arguments`` or ``before_tool_call`` is the application's."""
+    if isinstance(exc, ToolArgumentError):
+        tools_logger.info("tool %s (call %s): %s", call.name, call.id, text)
+        return
+    log_failure(
+        tools_logger, WARNING, exc,
+        "tool %s (call %s) failed before it ran (prepare_arguments or before_tool_call); "
+        "the model sees: %s",
+        call.name, call.id, text,
+    )  # fmt: skip
+
+
 def _timed_out(tool: AgentTool, timeout: float) -> ToolResult:
     details = {"timed_out": True, "timeout_s": timeout}
     if not tool.is_async:
@@ -141,6 +159,7 @@ class _Slot:
     tool: AgentTool | None = None
     args: Any = None
     started_at: float | None = None  # the run's clock when execution began
+    error: BaseException | None = None  # the exception its error result comes from
     ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
     scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
 
@@ -334,7 +353,9 @@ class ToolBatch:
                     slot.result.terminate = bool(decision.terminate)
                     return False
         except Exception as exc:
-            slot.result, slot.is_error = error_result(exception_text(exc)), True
+            text = exception_text(exc)
+            slot.result, slot.is_error, slot.error = error_result(text), True, exc
+            _log_prepare_failure(call, exc, text)
             return False
         slot.tool, slot.args = tool, args
         return True
@@ -354,31 +375,44 @@ class ToolBatch:
         async def on_update(partial: ToolResult) -> None:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
-        timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
         if self._arrival is not None and self._arrival.is_set():  # steered while it waited
             slot.result, slot.is_error = _steered(call.name, started=False), True
             return await self._end(slot)
-        slot.started_at = self._now()
+        started = start_tool(call, tool.description)  # None unless OpenTelemetry is on
         try:
-            if self._steering is not None:
-                value = await self._run_steerable(slot, tool, timeout, on_update)
-            elif timeout is None:
-                value = await tool.run(call.id, slot.args, on_update)
-            else:
-                with trio.move_on_after(timeout) as limit:
+            timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
+            slot.started_at = self._now()
+            try:
+                if self._steering is not None:
+                    value = await self._run_steerable(slot, tool, timeout, on_update)
+                elif timeout is None:
                     value = await tool.run(call.id, slot.args, on_update)
-                if limit.cancelled_caught:
-                    value = _timed_out(tool, timeout)
-            result = _as_tool_result(value)
-            is_error = bool(result.is_error)
-        except BaseException as exc:  # one failing tool never takes the batch down
-            if must_propagate(exc):
-                raise
-            result, is_error = error_result(exception_text(exc)), True
-        if self._after is not None:
-            result, is_error = await self._after_tool_call(slot, result, is_error)
-        slot.result, slot.is_error = result, is_error
-        await self._end(slot)
+                else:
+                    with trio.move_on_after(timeout) as limit:
+                        value = await tool.run(call.id, slot.args, on_update)
+                    if limit.cancelled_caught:
+                        value = _timed_out(tool, timeout)
+                        tools_logger.info(
+                            "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
+                        )
+                result = _as_tool_result(value)
+                is_error = bool(result.is_error)
+            except BaseException as exc:  # one failing tool never takes the batch down
+                if must_propagate(exc):
+                    raise
+                text = exception_text(exc)
+                result, is_error, slot.error = error_result(text), True, exc
+                log_failure(
+                    tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
+                    call.name, call.id, text,
+                )  # fmt: skip
+            if self._after is not None:
+                result, is_error = await self._after_tool_call(slot, result, is_error)
+            slot.result, slot.is_error = result, is_error
+            await self._end(slot)
+        finally:
+            if started is not None:
+                end_tool(started, slot.result, slot.is_error, slot.error)
 
     async def _run_steerable(
         self, slot: _Slot, tool: AgentTool, limit_s: float | None, on_update: Any
@@ -395,6 +429,9 @@ class ToolBatch:
             return _steered(tool.name, started=True, abandoned=not tool.is_async)
         if limit.cancelled_caught:
             assert limit_s is not None
+            tools_logger.info(
+                "tool %s (call %s) timed out after %g s", tool.name, slot.call.id, limit_s
+            )
             return _timed_out(tool, limit_s)
         return value
 
@@ -408,7 +445,14 @@ class ToolBatch:
         try:
             override = await call_maybe_async(self._after, context)
         except Exception as exc:
-            return error_result(exception_text(exc)), True
+            slot.error = exc
+            text = exception_text(exc)
+            log_failure(
+                tools_logger, WARNING, exc,
+                "after_tool_call raised for tool %s (call %s); the model sees: %s",
+                slot.call.name, slot.call.id, text,
+            )  # fmt: skip
+            return error_result(text), True
         if override is None:
             return result, is_error
         merged = ToolResult(
@@ -424,6 +468,8 @@ class ToolBatch:
         event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
         if slot.started_at is not None:
             event.duration_ms = (self._now() - slot.started_at) * 1000.0
+        if slot.error is not None:
+            event.error = slot.error
         serializer = self._serializer
         if serializer is None:
             slot.mark_ended()

@@ -225,7 +225,13 @@ async def test_missing_key_is_an_error_event(spec, monkeypatch) -> None:
     async with pt.stream_simple(model, context(), pt.StreamOptions()) as events:
         got = [e async for e in events]
     assert [e.type for e in got] == ["error"]
-    assert got[0].error.error_message == f"No API key for provider: {model.provider}"
+    # pi's text first, then what to do: the variable to set
+    text = got[0].error.error_message
+    assert text.startswith(f"No API key for provider: {model.provider} (set ")
+    variables = pt.models.ENV_API_KEYS[model.provider]
+    assert all(name in text for name in variables)
+    error = got[0].provider_error
+    assert (error.kind, error.status, error.provider) == ("auth", None, model.provider)
 
 
 async def test_agent_run_through_the_wire_api(spec, server, client) -> None:
