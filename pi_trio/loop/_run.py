@@ -53,25 +53,22 @@ from ..events import (
 from ..messages import (
     AgentMessage,
     AssistantMessage,
-    Context,
-    Message,
     Tool,
     ToolResultMessage,
     Usage,
 )
-from ..models import Model
-from ..providers import StreamOptions, stream_simple
+from ..providers import stream_simple
 from ..tools import AgentContext, AgentTool, ToolBatch
 from ._close import close_run
 from ._config import (
     AgentLoopConfig,
     EventSink,
     FinishTurnDecision,
-    PrepareRequestContext,
     TurnContext,
 )
 from ._phase import Phase
-from ._transcript import Transcript, default_convert_to_llm
+from ._request import build_request
+from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
 
@@ -371,40 +368,6 @@ class _Run:
 
     # --- one assistant response --------------------------------------------------------------
 
-    async def _request(self) -> tuple[Context, StreamOptions, Model]:
-        config = self.config
-        llm = self.transcript.llm_view()
-        if llm is None:
-            # the hooks get their own copy of the transcript: theirs to slice, filter or extend
-            messages: Sequence[AgentMessage] = list(self.transcript.messages)
-            if config.transform_context is not None:
-                messages = await call_maybe_async(config.transform_context, messages)
-            if config.convert_to_llm is not None:
-                converted: Sequence[Message] = await call_maybe_async(
-                    config.convert_to_llm, messages
-                )
-                llm = converted
-            else:
-                llm = default_convert_to_llm(messages)
-        options = self.options
-        model = self.model
-        if config.get_api_key is not None:
-            key = await call_maybe_async(config.get_api_key, model.provider)
-            if key:
-                options = attrs.evolve(options, api_key=key)
-        context = Context(self.context.system_prompt, llm, self.tool_specs)
-        if config.prepare_request is not None:
-            update = await call_maybe_async(
-                config.prepare_request, PrepareRequestContext(context, model, options)
-            )
-            if update is not None:
-                context = update.context or context
-                model = update.model or model
-                options = update.options or options
-        if self.tracing is not None:
-            self.tracing.start_chat(model, context)
-        return context, options, model
-
     async def _assistant_turn(self) -> AssistantMessage:
         # One schedule point per model call: an aborted run never calls the model, and a run on
         # an instant model with instant tools still lets deadlines and other tasks in.
@@ -412,7 +375,7 @@ class _Run:
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
-            context, options, model = await self._request()
+            context, options, model = await build_request(self)
         except Exception as exc:
             return await self._finish_response(None, exc)
         send = self.send

@@ -10,7 +10,6 @@ from ._batch import (
     BeforeToolCall,
     Emit,
     ToolBatch,
-    error_result,
     exception_text,
 )
 from ._decorator import tool
@@ -21,6 +20,7 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from ._results import error_result
 from ._validation import ArgumentValidator, json_schema_for
 
 __all__ = [

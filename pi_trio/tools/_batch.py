@@ -38,7 +38,7 @@ from ..events import (
     ToolExecutionUpdate,
     ToolResult,
 )
-from ..messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
+from ..messages import AssistantMessage, ToolCall, ToolResultMessage, now_ms
 from ._agent_tool import AgentTool
 from ._hooks import (
     AfterToolCallContext,
@@ -47,6 +47,7 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from ._results import as_tool_result, error_result, steered_result, timed_out_result
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
@@ -69,11 +70,6 @@ BeforeToolCall = Callable[
 AfterToolCall = Callable[
     [AfterToolCallContext], "Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None"
 ]
-
-
-def error_result(text: str) -> ToolResult:
-    """A tool result carrying only an error text (``details`` empty, like pi's)."""
-    return ToolResult([TextContent(text)], details={})
 
 
 class _OneAtATime:
@@ -115,34 +111,6 @@ def _log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
         "the model sees: %s",
         call.name, call.id, text,
     )  # fmt: skip
-
-
-def _timed_out(tool: AgentTool, timeout: float) -> ToolResult:
-    details = {"timed_out": True, "timeout_s": timeout}
-    if not tool.is_async:
-        details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
-    text = f"Tool {tool.name} timed out after {timeout:g} s"
-    return ToolResult([TextContent(text)], details=details, is_error=True)
-
-
-def _steered(name: str, *, started: bool, abandoned: bool = False) -> ToolResult:
-    """The result of a call that a steering message stopped ("at_tool_boundary")."""
-    if started:
-        text = f"Tool {name} was stopped: a steering message was queued while it ran"
-    else:
-        text = f"Tool {name} was not run: a steering message was queued before it started"
-    details: dict[str, Any] = {"stopped_by": "steering", "started": started}
-    if abandoned:
-        details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
-    return ToolResult([TextContent(text)], details=details, is_error=True)
-
-
-def _as_tool_result(value: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        return value
-    if isinstance(value, str):
-        return ToolResult([TextContent(value)])
-    raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
 
 
 @attrs.define(slots=True)
@@ -332,7 +300,7 @@ class ToolBatch:
             slot.result, slot.is_error = error_result(refuse_with), True
             return False
         if self._arrival is not None and self._arrival.is_set():
-            slot.result, slot.is_error = _steered(call.name, started=False), True
+            slot.result, slot.is_error = steered_result(call.name, started=False), True
             return False
         tool = self._tools.get(call.name)
         if tool is None:
@@ -376,7 +344,7 @@ class ToolBatch:
             await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
         if self._arrival is not None and self._arrival.is_set():  # steered while it waited
-            slot.result, slot.is_error = _steered(call.name, started=False), True
+            slot.result, slot.is_error = steered_result(call.name, started=False), True
             return await self._end(slot)
         started = start_tool(call, tool.description)  # None unless OpenTelemetry is on
         try:
@@ -391,11 +359,11 @@ class ToolBatch:
                     with trio.move_on_after(timeout) as limit:
                         value = await tool.run(call.id, slot.args, on_update)
                     if limit.cancelled_caught:
-                        value = _timed_out(tool, timeout)
+                        value = timed_out_result(tool, timeout)
                         tools_logger.info(
                             "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
                         )
-                result = _as_tool_result(value)
+                result = as_tool_result(value)
                 is_error = bool(result.is_error)
             except BaseException as exc:  # one failing tool never takes the batch down
                 if must_propagate(exc):
@@ -426,13 +394,13 @@ class ToolBatch:
                 value = await tool.run(slot.call.id, slot.args, on_update)
         slot.scope = None
         if scope.cancelled_caught:
-            return _steered(tool.name, started=True, abandoned=not tool.is_async)
+            return steered_result(tool.name, started=True, abandoned=not tool.is_async)
         if limit.cancelled_caught:
             assert limit_s is not None
             tools_logger.info(
                 "tool %s (call %s) timed out after %g s", tool.name, slot.call.id, limit_s
             )
-            return _timed_out(tool, limit_s)
+            return timed_out_result(tool, limit_s)
         return value
 
     async def _after_tool_call(
