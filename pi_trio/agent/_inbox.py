@@ -1,26 +1,24 @@
-"""The steering and follow-up inboxes: unbounded trio memory channels of queued messages.
+"""The steering and follow-up inboxes: FIFO queues of messages, made on the first put.
 
-``put`` is a synchronous ``send_nowait`` (it never blocks and never fails while the agent
-exists); the loop drains with ``receive_nowait``. The inbox counts what it holds, so the poll
-of an empty queue (once per turn) costs a comparison, not a ``WouldBlock`` raised and caught.
-A message stays in the channel until a poll takes it, and a poll hands what it takes to the
-run's transcript at once (the close-out announces it if the run is aborted first), so aborting
-a run loses no queued message: it is either still queued or already in the transcript.
+``put`` is synchronous (it never blocks and never fails while the agent exists); the loop
+drains once per turn. An idle agent holds no queue at all: the deque is made when something is
+first queued (an application with thousands of agents that never steer pays nothing for the
+feature), and the poll of an empty queue costs a truth test. A message stays queued until a
+poll takes it, and a poll hands what it takes to the run's transcript at once (the close-out
+announces it if the run is aborted first), so aborting a run loses no queued message: it is
+either still queued or already in the transcript.
 
 Each queued message has an id (:class:`QueuedMessage`), so an application can show the queues
-and take back or rewrite what the run has not taken yet (``remove``/``replace``: the channel is
-emptied and refilled in order, O(queued), which is small).
+and take back or rewrite what the run has not taken yet (``remove``/``replace``: O(queued),
+which is small).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable
+import collections
 from typing import Literal, TypeAlias, final
 
 import attrs
-import trio
 
 from ..messages import AgentMessage
 from ._recorder import QueueKind
@@ -44,41 +42,44 @@ class QueuedMessage:
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_ids", "_queued", "_receive", "_send", "kind", "mode")
+    __slots__ = ("_items", "kind", "mode")
 
-    def __init__(self, kind: QueueKind, mode: QueueMode, ids: Callable[[], int]) -> None:
+    def __init__(self, kind: QueueKind, mode: QueueMode) -> None:
         self.kind: QueueKind = kind
         self.mode: QueueMode = mode
-        self._ids = ids
-        self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
-        self._queued = 0  # items in the channel: every send and receive below keeps it exact
+        self._items: collections.deque[QueuedMessage] | None = None  # made on the first put
 
-    def put(self, message: AgentMessage) -> QueuedMessage:
-        item = QueuedMessage(f"{self.kind}-{self._ids()}", self.kind, message)
-        self._put(item)
+    def put(self, message: AgentMessage, number: int) -> QueuedMessage:
+        """Queue ``message``; its id is "<kind>-<number>" (the caller numbers them)."""
+        item = QueuedMessage(f"{self.kind}-{number}", self.kind, message)
+        items = self._items
+        if items is None:
+            items = self._items = collections.deque()
+        items.append(item)
         return item
 
     def __len__(self) -> int:
-        return self._queued
+        items = self._items
+        return 0 if items is None else len(items)
 
     def drain(self) -> list[AgentMessage]:
         """Take the next message ("one-at-a-time") or every queued one ("all")."""
-        if not self._queued:
+        items = self._items
+        if not items:
             return []
-        count = self._queued if self.mode == "all" else 1
-        self._queued -= count
-        receive = self._receive.receive_nowait
-        return [receive().message for _ in range(count)]
+        if self.mode == "all":
+            taken = [item.message for item in items]
+            items.clear()
+            return taken
+        return [items.popleft().message]
 
     def clear(self) -> None:
-        self._take_all()
+        if self._items:
+            self._items.clear()
 
     def snapshot(self) -> tuple[QueuedMessage, ...]:
         """What is queued, in order (the queue is unchanged)."""
-        items = self._take_all()
-        for item in items:
-            self._put(item)
-        return tuple(items)
+        return tuple(self._items) if self._items else ()
 
     def peek(self) -> list[AgentMessage]:
         """What the next drain would take, without taking it."""
@@ -88,27 +89,14 @@ class Inbox:
     def edit(self, item_id: str, message: AgentMessage | None) -> bool:
         """Remove (``message`` None) or replace the queued message ``item_id``; False when
         nothing with that id is queued here. Order is kept; a replacement keeps the id."""
-        items = self._take_all()
-        found = False
-        for item in items:
+        items = self._items
+        if not items:
+            return False
+        for index, item in enumerate(items):
             if item.id == item_id:
-                found = True
                 if message is None:
-                    continue
-                item = attrs.evolve(item, message=message)
-            self._put(item)
-        return found
-
-    def _put(self, item: QueuedMessage) -> None:
-        self._send.send_nowait(item)
-        self._queued += 1
-
-    def _take_all(self) -> list[QueuedMessage]:
-        count, self._queued = self._queued, 0
-        receive = self._receive.receive_nowait
-        return [receive() for _ in range(count)]
-
-
-def id_counter() -> Callable[[], int]:
-    """Ids for one agent's queued messages (shared by both queues)."""
-    return itertools.count(1).__next__
+                    del items[index]
+                else:
+                    items[index] = attrs.evolve(item, message=message)
+                return True
+        return False

@@ -1,0 +1,45 @@
+"""Thousands of agents in one process: an idle agent is small, and a run leaves little behind
+for the garbage collector (issue 19; the S5x benchmark measures the effect)."""
+
+from __future__ import annotations
+
+import gc
+
+import pi_trio as pt
+
+
+def _tracked_per_agent(make: object, count: int = 200) -> float:
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        agents = [make() for _ in range(count)]  # type: ignore[operator]
+        after = len(gc.get_objects())
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert len(agents) == count
+    return (after - before - 1) / count  # the list itself
+
+
+def test_an_idle_agent_tracks_few_objects() -> None:
+    # No queue, channel or counter exists until something is queued or subscribed: an idle
+    # agent is its state, its settings and its (empty) lists.
+    scripted = pt.faux.FauxModel([])
+    state = pt.AgentState(model=scripted.model)
+    assert _tracked_per_agent(lambda: pt.Agent(state, stream_fn=scripted)) <= 16
+
+
+async def test_queues_work_once_made_on_the_first_put() -> None:
+    scripted = pt.faux.FauxModel([pt.faux.assistant_message("ok")] * 2)
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    assert not agent.has_queued_messages() and agent.queued() == ()
+    first = agent.follow_up("one")
+    second = agent.steer("two")
+    assert (first.id, second.id) == ("follow_up-1", "steer-2")
+    assert [item.id for item in agent.queued()] == ["steer-2", "follow_up-1"]
+    await agent.prompt("go")
+    assert not agent.has_queued_messages()
+    texts = [m.content[0].text for m in agent.state.messages if m.role == "user"]  # type: ignore[union-attr]
+    assert texts == ["go", "two", "one"]
