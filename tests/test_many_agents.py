@@ -43,3 +43,33 @@ async def test_queues_work_once_made_on_the_first_put() -> None:
     assert not agent.has_queued_messages()
     texts = [m.content[0].text for m in agent.state.messages if m.role == "user"]  # type: ignore[union-attr]
     assert texts == ["go", "two", "one"]
+
+
+async def test_nothing_of_a_finished_batch_waits_through_the_next_turn() -> None:
+    # With thousands of agents between one agent's turns, whatever a turn leaves referenced
+    # is promoted to the oldest generation and makes full collections come sooner.
+    from pi_trio.tools import ToolBatch
+
+    async def noop(tool_call_id: str, params: object, on_update: object) -> pt.ToolResult:
+        return pt.ToolResult([pt.TextContent("ok")])
+
+    tool = pt.AgentTool("noop", "noop", "does nothing", {"type": "object"}, noop)
+    answers = [
+        pt.faux.assistant_message([pt.faux.tool_call("noop", {}, id=f"c{i}")]) for i in range(3)
+    ]
+    scripted = pt.faux.FauxModel([*answers, pt.faux.assistant_message("done")])
+    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
+    alive_at_turn_start: list[int] = []
+
+    def on_event(event: pt.AgentEvent) -> None:
+        if event.type == "turn_start":
+            alive_at_turn_start.append(sum(1 for o in gc.get_objects() if type(o) is ToolBatch))
+
+    agent.subscribe(on_event)
+    gc.disable()
+    try:
+        await agent.prompt("go")
+    finally:
+        gc.enable()
+    assert agent.state.messages[-1].stop_reason == "stop"  # type: ignore[union-attr]
+    assert alive_at_turn_start == [0, 0, 0, 0]

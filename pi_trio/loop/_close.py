@@ -70,7 +70,8 @@ def closing_events(run: _Run) -> list[AgentEvent]:
             # the turn's response (and its batch, if any) is done; turn_end is next
             add(*transcript.finish())  # the response's own end, when it was not applied yet
             message = run.reply if run.reply is not None else _turn_message(run)
-            add(TurnEnd(message, run.turn_results))
+            results = run.turn_results
+            add(TurnEnd(message, results if results is not None else []))
             if failure is not None or run.reply is None or transcript.taken:
                 add(TurnStart())  # the run was going on: close it with pi's empty turn
                 add(*transcript.finish())

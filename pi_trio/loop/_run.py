@@ -108,7 +108,8 @@ class _Run:
         self.phase = Phase.BETWEEN_TURNS
         self.batch: ToolBatch | None = None
         self.reply: AssistantMessage | None = None  # the response after which the run ends
-        self.turn_results: list[ToolResultMessage] = []  # the turn's results, once written
+        # the turn's results once its batch is done (None: no batch, or not done yet)
+        self.turn_results: list[ToolResultMessage] | None = None
         self.model = config.model  # prepare_next_turn may change it for later requests
         self.options = config.stream_options
         self.failure: BaseException | None = None
@@ -191,7 +192,7 @@ class _Run:
 
     async def _start_turn(self) -> None:
         self.reply = None
-        self.turn_results = []
+        self.turn_results = None
         self.phase = Phase.STARTING
         await self.emit(TurnStart())
         if self.transcript.taken:
@@ -239,13 +240,18 @@ class _Run:
                         await self._prepare_next_turn(last_turn, pending)
                     # self._start_turn(), inlined: one coroutine less per turn
                     self.reply = None
-                    self.turn_results = []
+                    self.turn_results = None
                     self.phase = Phase.STARTING
                     await self.emit(TurnStart())
                     if self.transcript.taken:
                         await self._announce_taken()
                 pending = False
 
+                # One schedule point per model call: an aborted run never calls the model, and
+                # a run on an instant model with instant tools still lets deadlines and other
+                # tasks in. Here, not in _assistant_turn: what waits in the run queue meanwhile
+                # is kept small (thousands of agents wait there at once).
+                await trio.lowlevel.checkpoint()
                 message = await self._assistant_turn()
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
                     if config.finish_turn is not None:  # a hard exit whatever it decides
@@ -269,14 +275,17 @@ class _Run:
                     self.reply = None if more_tool_calls else message
                     self.turn_results = tool_results
                     self.phase = Phase.ANSWERED  # turn_end is next
-                    self.batch = None
+                    # the batch is done with: nothing of it waits through the next checkpoint
+                    self.batch = batch = None
                 if wants_turn:
                     last_turn = self._turn(message, tool_results)
                 decision: FinishTurnDecision = None
                 if config.finish_turn is not None:
                     decision = await self._hook(config.finish_turn, last_turn)
                 self.phase = Phase.BETWEEN_TURNS
+                self.turn_results = None
                 await self.emit(TurnEnd(message, tool_results))
+                del tool_results  # kept by nothing through the next checkpoint
                 if decision == "end":
                     await self._end()
                     return
@@ -366,9 +375,6 @@ class _Run:
         return context, options, model
 
     async def _assistant_turn(self) -> AssistantMessage:
-        # One schedule point per model call: an aborted run never calls the model, and a run on
-        # an instant model with instant tools still lets deadlines and other tasks in.
-        await trio.lowlevel.checkpoint()
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
