@@ -55,17 +55,27 @@ async def test_nothing_of_a_finished_batch_waits_through_the_next_turn() -> None
 
     tool = pt.AgentTool("noop", "noop", "does nothing", {"type": "object"}, noop)
     answers = [
-        pt.faux.assistant_message([pt.faux.tool_call("noop", {}, id=f"c{i}")]) for i in range(3)
+        pt.faux.assistant_message([pt.faux.tool_call("noop", {}, id=f"c-many-{i}")])
+        for i in range(3)
     ]
     scripted = pt.faux.FauxModel([*answers, pt.faux.assistant_message("done")])
     agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
     alive_at_turn_start: list[int] = []
 
+    def ours() -> list[ToolBatch]:  # other tests may have left garbage batches behind
+        return [
+            o
+            for o in gc.get_objects()
+            if type(o) is ToolBatch and o.calls[0].id.startswith("c-many-")
+        ]
+
     def on_event(event: pt.AgentEvent) -> None:
         if event.type == "turn_start":
-            alive_at_turn_start.append(sum(1 for o in gc.get_objects() if type(o) is ToolBatch))
+            alive_at_turn_start.append(len(ours()))
 
     agent.subscribe(on_event)
+    gc.collect()
+    assert ours() == []
     gc.disable()
     try:
         await agent.prompt("go")
