@@ -17,7 +17,7 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, cast
 
 import attrs
@@ -98,6 +98,11 @@ class _Run:
         self.config = config
         self.sink = sink
         self.send = sink.send
+        # a sink's synchronous-first step (pt.Agent's): None when the event is delivered, else
+        # an awaitable to finish it; any other sink's send() is that awaitable every time
+        self.deliver: Callable[[AgentEvent], Awaitable[None] | None] = (
+            getattr(sink, "deliver", None) or sink.send
+        )
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
         self.sink_closing: Callable[[], None] | None = getattr(sink, "closing", None)
         self.stream_fn = config.stream_fn or stream_simple
@@ -131,7 +136,9 @@ class _Run:
             self.transcript.start(event.message)  # type: ignore[union-attr]
         self.sink_apply(event)
         try:
-            await self.send(event)
+            pending = self.deliver(event)
+            if pending is not None:
+                await pending
         except Exception as exc:
             await self._fail(exc)
         except BaseException:
@@ -381,7 +388,7 @@ class _Run:
             context, options, model = await self._request()
         except Exception as exc:
             return await self._finish_response(None, exc)
-        send = self.send
+        deliver = self.deliver
         transcript = self.transcript
         sink_apply = self.sink_apply
         try:
@@ -397,11 +404,14 @@ class _Run:
                         if partial is not open_message:  # the provider swapped its partial
                             transcript.open = partial
                             sink_apply(update)
-                        # self.emit(update), inlined: no extra coroutine per delta. An update
-                        # whose message is the one already open changes no state, so it is not
-                        # applied (the sink's apply contract says so).
+                        # self.emit(update), inlined: no coroutine per delta (none at all when
+                        # the listeners are plain functions). An update whose message is the
+                        # one already open changes no state, so it is not applied (the sink's
+                        # apply contract says so).
                         try:
-                            await send(update)
+                            pending = deliver(update)
+                            if pending is not None:
+                                await pending
                         except Exception as exc:
                             await self._fail(exc)
                         except BaseException:
