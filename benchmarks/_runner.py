@@ -17,12 +17,14 @@ import platform
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import _reference
 from ._common import median, transcript_violations
 from ._spec import BY_ID, IMPLS, SCENARIOS, Figure, Scenario
+from ._sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB_TIMEOUT = 900.0
@@ -294,7 +296,11 @@ def main(argv: list[str]) -> int:
     for rep, scenario, impl in jobs:
         total = min(reps, scenario.max_reps or reps)
         progress.start(f"{scenario.id} {scenario.name} · {impl} · run {rep + 1}/{total}")
-        result = run_job(impl, scenario.params(args.quick), reference)
+        params = scenario.params(args.quick)
+        if scenario.sweep is None:
+            result = run_job(impl, params, reference)
+        else:  # one fresh process per size
+            result = run_sweep(scenario.sweep, params, partial(run_job, impl, reference=reference))
         runs[scenario.id].setdefault(impl, []).append(result)
         progress.finish(_outcome(result, scenario))
     progress.close()

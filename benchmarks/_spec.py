@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ._sweep import Sweep, size_label
+
 Better = Literal["lower", "higher"]
 
 
@@ -35,12 +37,15 @@ class Scenario:
     impls: tuple[str, ...] = ("pi_trio", "floor", "reference")
     max_reps: int | None = None
     """Scenarios that take long per process run at most this many times."""
+    sweep: Sweep | None = None
+    """Run as another scenario at several sizes, one fresh process each (``_sweep``)."""
 
     def params(self, quick: bool) -> dict[str, Any]:
         return {"scenario": self.id, **(self.quick if quick else self.full)}
 
 
 _ABORT_CHECKS = ("violations", "leaks")
+_S5X_SIZES = (100, 1000, 10_000)
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
@@ -91,6 +96,29 @@ SCENARIOS: tuple[Scenario, ...] = (
             Figure("wall_s", "wall s", "lower", "<= 0.6", 3),
             Figure("peak_rss_mib", "peak RSS MiB", "lower", "<= 100"),
         ),
+    ),
+    # round 3 (issue 19): S5 at 100, 1,000 and 10,000 agents; the cost per agent-turn flat
+    Scenario(
+        "S5x",
+        "many-agents-sweep",
+        "S5 at 100, 1,000 and 10,000 agents (one fresh process each; --quick: 2 turns)",
+        {"turns": 10},
+        {"turns": 2},
+        (
+            *(
+                Figure(
+                    f"us_per_agent_turn_{size_label(n)}",
+                    f"µs/agent-turn, {n:,} agents",
+                    "lower",
+                    digits=1,
+                )
+                for n in _S5X_SIZES
+            ),
+            Figure("flatness", "10k / 100 per agent-turn", "lower", "<= 1.15", 2, ratio=False),
+            Figure("rss_kib_per_agent", "peak RSS KiB per agent", "lower", "<= 15"),
+        ),
+        sweep=Sweep("S5", "agents", _S5X_SIZES),
+        max_reps=3,
     ),
     Scenario(
         "S6",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -135,7 +136,9 @@ async def s34_abort(
 # --- S5 many agents ---------------------------------------------------------------------------
 
 
-async def s5_many_agents(agents: int, turns: int) -> dict[str, Any]:
+async def s5_many_agents(agents: int, turns: int, freeze: bool = False) -> dict[str, Any]:
+    """``freeze``: ``gc.freeze()`` once the agents are built (docs/benchmarks.md: a service
+    with many agents)."""
     counter = Counter()
     listener = counter.listener()
     crowd = []
@@ -143,6 +146,8 @@ async def s5_many_agents(agents: int, turns: int) -> dict[str, Any]:
         agent = scripted_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
         agent.subscribe(listener)
         crowd.append(agent)
+    if freeze:
+        gc.freeze()
     start = time.perf_counter()
     async with trio.open_nursery() as nursery:
         for agent in crowd:

@@ -4,17 +4,23 @@ The public API is what this module exports; the submodules' private names may ch
 Like trio, the exported classes and functions report ``__module__ == "pi_trio"`` (and the
 exports of :mod:`pi_trio.proxy` report ``"pi_trio.proxy"``), so reprs, tracebacks, pickles and
 the API reference name them where users import them from (see :func:`_fixup_module_metadata`).
+
+What a run does not need is imported on first use: the subpackages ``mcp``, ``proxy``,
+``sessions``, ``testing`` and ``wire`` (and the names exported from them) are loaded when first
+touched (``pt.SessionStore``, ``import pi_trio.proxy``, ``from pi_trio import to_json``), so
+``import pi_trio`` leaves a smaller heap for the garbage collector to walk in a service that
+runs many agents.
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
 import sys as _sys
 import types as _types
 import typing as _typing
 
 import attrs as _attrs
 
-from . import mcp, proxy, sessions, testing, wire
 from ._errors import (
     AgentBusyError,
     ContinueError,
@@ -98,14 +104,6 @@ from .providers import (
     register_api,
     stream_simple,
 )
-from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
-from .sessions import (
-    SessionEntry,
-    SessionStore,
-    open_session_store,
-    repair_transcript,
-    serve_sessions,
-)
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -116,7 +114,18 @@ from .tools import (
     json_schema_for,
     tool,
 )
-from .wire import from_json, register_message_type, to_json
+
+if _typing.TYPE_CHECKING:  # imported on first use (see _LAZY below)
+    from . import mcp, proxy, sessions, testing, wire
+    from .proxy import ProxyServer, ProxyStream, serve_proxy, stream_proxy
+    from .sessions import (
+        SessionEntry,
+        SessionStore,
+        open_session_store,
+        repair_transcript,
+        serve_sessions,
+    )
+    from .wire import from_json, register_message_type, to_json
 
 __all__ = [
     "AfterToolCallContext",
@@ -307,5 +316,67 @@ def _fixup_module_metadata(
         fix_one(name, name, obj)
 
 
-_fixup_module_metadata(__name__, __all__, globals())
-_fixup_module_metadata(proxy.__name__, [n for n in proxy.__all__ if n not in __all__], vars(proxy))
+# --- what is imported on first use ---------------------------------------------------------
+
+_LAZY_MODULES = frozenset({"mcp", "proxy", "sessions", "testing", "wire"})
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("ProxyServer", "ProxyStream", "serve_proxy", "stream_proxy"), "proxy"),
+    **dict.fromkeys(
+        (
+            "SessionEntry",
+            "SessionStore",
+            "open_session_store",
+            "repair_transcript",
+            "serve_sessions",
+        ),
+        "sessions",
+    ),
+    **dict.fromkeys(("from_json", "register_message_type", "to_json"), "wire"),
+}
+"""Exported names that live in a lazily imported subpackage, and which one."""
+
+
+def __getattr__(name: str) -> object:
+    """The lazily imported subpackages and their exported names, on first use."""
+    if name in _LAZY_MODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    subpackage = _LAZY.get(name)
+    if subpackage is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _importlib.import_module(f"{__name__}.{subpackage}")
+    return globals()[name]  # put there by _Package.__setattr__ -> _loaded
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def _loaded(subpackage: str, module: _types.ModuleType) -> None:
+    """``subpackage`` has just been imported (however it was): export its names from here,
+    fixed up like the others."""
+    names = [name for name, owner in _LAZY.items() if owner == subpackage]
+    namespace = globals()
+    for name in names:
+        namespace[name] = getattr(module, name)
+    _fixup_module_metadata(__name__, names, namespace)
+    if subpackage == "proxy":
+        own = [name for name in module.__all__ if name not in __all__]
+        _fixup_module_metadata(module.__name__, own, vars(module))
+
+
+class _Package(_types.ModuleType):
+    """pi_trio's module type: the import system sets a subpackage as an attribute of its
+    parent once it is imported; for the lazy ones that is when their names are exported."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        if name in _LAZY_MODULES and isinstance(value, _types.ModuleType):
+            _loaded(name, value)
+
+
+_fixup_module_metadata(__name__, [n for n in __all__ if n in globals()], globals())
+_sys.modules[__name__].__class__ = _Package
+for _name in _LAZY_MODULES:  # imported already (by a module imported above)
+    if f"{__name__}.{_name}" in _sys.modules:
+        _loaded(_name, _sys.modules[f"{__name__}.{_name}"])
+del _name

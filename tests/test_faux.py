@@ -215,3 +215,15 @@ async def test_a_chunker_of_the_application_is_called_for_every_text() -> None:
     assert [e.delta for e in first if e.type == "text_delta"] == ["a", "bc"]
     assert [e.delta for e in second if e.type == "text_delta"] == ["ab", "c"]
     assert [e.delta for e in first if e.type == "toolcall_delta"] == []
+
+
+async def test_models_share_the_pieces_of_a_text_instead_of_keeping_their_own() -> None:
+    # thousands of scripted agents (the S5x benchmark) must not each keep a cache of pieces
+    assert faux.in_pieces(4) is faux.in_pieces(4) and faux.by_size(5) is faux.by_size(5)
+    script = faux.assistant_message("a text cut into four pieces")
+    one = faux.FauxModel([script], chunker=faux.in_pieces(4))
+    two = faux.FauxModel([script], chunker=faux.in_pieces(4))
+    first, second = await _collect(one), await _collect(two)
+    deltas = [[e.delta for e in events if e.type == "text_delta"] for events in (first, second)]
+    assert deltas[0] == deltas[1] and len(deltas[0]) == 4
+    assert all(a is b for a, b in zip(*deltas, strict=True))  # the same pieces, cut once

@@ -4,7 +4,7 @@ A run executes in the caller's task, inside one ``trio.CancelScope`` that :meth:
 cancels; no task exists while the agent is idle. Its sink (:mod:`._delivery`) applies each event
 to the state, then delivers it by direct calls, so a listener, and ``before_tool_call``, see
 the state already updated for the event at hand (pi's barrier). ``steer()`` and ``follow_up()``
-are synchronous (memory-channel inboxes, :mod:`._inbox`); call every method from Trio tasks of
+are synchronous (in-memory inboxes, :mod:`._inbox`); call every method from Trio tasks of
 the same run (from a thread: ``trio.from_thread.run_sync(agent.steer, msg)``).
 """
 

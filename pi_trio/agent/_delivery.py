@@ -2,7 +2,10 @@
 sees every event once, in order, whatever fails or is cancelled.
 
 For each event of a run the loop calls :meth:`Delivery.apply` (synchronous: the agent's state,
-then the recorder), then awaits :meth:`Delivery.send`:
+then the recorder), then :meth:`Delivery.deliver`, a synchronous step that returns an awaitable
+only when something has to wait (a listener returned one, a blocking channel is full, a flush
+is due); the loop awaits it then. Events to plain-function listeners cost no coroutine at all.
+:meth:`Delivery.send` is the same as one awaitable (the loop's ``EventSink`` protocol):
 
 1. the recorder's ``flush()`` when ``record`` asked for it (the event is durable before anyone
    sees it);
@@ -102,38 +105,83 @@ class Delivery:
             self._flush_due = self._careful = True
 
     async def send(self, event: AgentEvent) -> None:
-        """Deliver ``event`` (already applied) to the channels, then the listeners.
+        """Deliver ``event`` (already applied) to the channels, then the listeners: the
+        awaitable form of :meth:`deliver`, with the same errors and cancellation."""
+        pending = self.deliver(event)
+        if pending is not None:
+            await pending
 
-        Raises the first exception a listener raised (after every listener had the event), or
-        the recorder's flush failure (the event is then delivered with the next send).
-        Cancellation interrupts the listener being awaited; sending the same event again
-        resumes with the listeners after it.
+    def deliver(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Deliver ``event`` (already applied) synchronously as far as it goes: None when
+        every channel and listener has it; otherwise an awaitable that the caller must await
+        to finish (a listener returned an awaitable, a blocking channel is full, a recorder
+        flush is due).
+
+        Raises the first exception a listener raised (after every listener had the event; at
+        once, or from the awaitable), or the recorder's flush failure (the event is then
+        delivered with the next send). Cancellation interrupts the listener being awaited;
+        delivering the same event again resumes with the listeners after it.
         """
         if self._careful:
-            return await self._send_carefully(event)
+            return self._send_carefully(event)
         self._seq = event.seq = self._seq + 1
         if self.subscriptions:
-            await self._feed(event, tuple(self.subscriptions), self.listeners)
-        # the hot path (one call per event, deltas included): _to_listeners, inlined
+            subscriptions = tuple(self.subscriptions)
+            for subscription in subscriptions:
+                if subscription.blocks and not self._closing and subscription.full():
+                    return self._deliver_after_feed(event, subscriptions)  # it may wait
+            self._feed_now(event, subscriptions)
+        # the hot path (one call per event, deltas included): _to_listeners, synchronously
         listeners = self.listeners
         failure: Exception | None = None
         index = 0
         for listener in listeners:
-            index += 1  # noqa: SIM113 (cheaper than enumerate on the per-event path)
+            index += 1  # cheaper than enumerate on the per-event path
             try:
                 pending = listener(event)
-                if pending is not None:
-                    await pending
             except Exception as exc:
                 _listener_failed(listener, event, exc)
                 if failure is None:
                     failure = exc
+                continue
             except BaseException:
                 self._resume = (event, (), listeners, index)
                 self._careful = True
                 raise
+            if pending is not None:  # this listener waits: the rest goes on in a coroutine
+                return self._await_then_rest(event, listeners, index, pending, failure)
         if failure is not None:
             raise failure
+        return None
+
+    async def _deliver_after_feed(
+        self, event: AgentEvent, subscriptions: tuple[Subscription, ...]
+    ) -> None:
+        listeners = self.listeners
+        await self._feed(event, subscriptions, listeners)
+        await self._to_listeners(event, listeners, 0)
+
+    async def _await_then_rest(
+        self,
+        event: AgentEvent,
+        listeners: tuple[Listener, ...],
+        index: int,
+        pending: Awaitable[None],
+        failure: Exception | None,
+    ) -> None:
+        """Await what ``listeners[index - 1]`` returned, then deliver to those after it."""
+        try:
+            await pending
+        except Exception as exc:
+            listener = listeners[index - 1]
+            logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+            if failure is None:
+                failure = exc
+        except BaseException:
+            self._resume = (event, (), listeners, index)
+            self._careful = True
+            raise
+        await self._to_listeners(event, listeners, index, failure)
 
     async def _send_carefully(self, event: AgentEvent) -> None:
         self._careful = False
@@ -183,6 +231,20 @@ class Delivery:
             await self._feed(event, tuple(self.subscriptions), listeners)
         await self._to_listeners(event, listeners, 0)
 
+    def _feed_now(self, event: AgentEvent, subscriptions: tuple[Subscription, ...]) -> None:
+        """:meth:`_feed` when no channel will wait."""
+        for subscription in subscriptions:
+            if not subscription.offer(event):
+                self._ended(subscription)
+
+    def _ended(self, subscription: Subscription) -> None:
+        if subscription.overflowed:
+            logger.warning(
+                "an events() reader fell %s events behind; dropped it", subscription.max_backlog
+            )
+        if subscription in self.subscriptions:
+            self.subscriptions.remove(subscription)
+
     async def _feed(
         self,
         event: AgentEvent,
@@ -198,18 +260,15 @@ class Delivery:
                     self._careful = True
                     raise
             if not subscription.offer(event):
-                if subscription.overflowed:
-                    logger.warning(
-                        "an events() reader fell %s events behind; dropped it",
-                        subscription.max_backlog,
-                    )
-                if subscription in self.subscriptions:
-                    self.subscriptions.remove(subscription)
+                self._ended(subscription)
 
     async def _to_listeners(
-        self, event: AgentEvent, listeners: tuple[Listener, ...], index: int
+        self,
+        event: AgentEvent,
+        listeners: tuple[Listener, ...],
+        index: int,
+        failure: Exception | None = None,
     ) -> None:
-        failure: Exception | None = None
         count = len(listeners)
         while index < count:
             listener = listeners[index]

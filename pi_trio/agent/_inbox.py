@@ -1,8 +1,11 @@
 """The steering and follow-up inboxes: unbounded trio memory channels of queued messages.
 
 ``put`` is a synchronous ``send_nowait`` (it never blocks and never fails while the agent
-exists); the loop drains with ``receive_nowait``. The inbox counts what it holds, so the poll
-of an empty queue (once per turn) costs a comparison, not a ``WouldBlock`` raised and caught.
+exists); the loop drains with ``receive_nowait``. An idle agent holds no channel at all: it is
+opened when something is first queued (an application with thousands of agents that never
+steer pays nothing for the feature). The inbox counts what it holds, so the poll of an empty
+queue (once per turn) costs a comparison, not a ``WouldBlock`` raised and caught.
+
 A message stays in the channel until a poll takes it, and a poll hands what it takes to the
 run's transcript at once (the close-out announces it if the run is aborted first), so aborting
 a run loses no queued message: it is either still queued or already in the transcript.
@@ -14,9 +17,7 @@ emptied and refilled in order, O(queued), which is small).
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Callable
 from typing import Literal, TypeAlias, final
 
 import attrs
@@ -44,18 +45,20 @@ class QueuedMessage:
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_arrival", "_ids", "_queued", "_receive", "_send", "kind", "mode")
+    __slots__ = ("_arrival", "_queued", "_receive", "_send", "kind", "mode")
 
-    def __init__(self, kind: QueueKind, mode: QueueMode, ids: Callable[[], int]) -> None:
+    def __init__(self, kind: QueueKind, mode: QueueMode) -> None:
         self.kind: QueueKind = kind
         self.mode: QueueMode = mode
-        self._ids = ids
-        self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
+        # the channel, opened on the first put
+        self._send: trio.MemorySendChannel[QueuedMessage] | None = None
+        self._receive: trio.MemoryReceiveChannel[QueuedMessage] | None = None
         self._queued = 0  # items in the channel: every send and receive below keeps it exact
         self._arrival: trio.Event | None = None  # set by the next put (see next_put)
 
-    def put(self, message: AgentMessage) -> QueuedMessage:
-        item = QueuedMessage(f"{self.kind}-{self._ids()}", self.kind, message)
+    def put(self, message: AgentMessage, number: int) -> QueuedMessage:
+        """Queue ``message``; its id is "<kind>-<number>" (the caller numbers them)."""
+        item = QueuedMessage(f"{self.kind}-{number}", self.kind, message)
         self._put(item)
         arrival = self._arrival
         if arrival is not None:
@@ -78,6 +81,7 @@ class Inbox:
         """Take the next message ("one-at-a-time") or every queued one ("all")."""
         if not self._queued:
             return []
+        assert self._receive is not None
         count = self._queued if self.mode == "all" else 1
         self._queued -= count
         receive = self._receive.receive_nowait
@@ -113,15 +117,15 @@ class Inbox:
         return found
 
     def _put(self, item: QueuedMessage) -> None:
+        if self._send is None:
+            self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
         self._send.send_nowait(item)
         self._queued += 1
 
     def _take_all(self) -> list[QueuedMessage]:
         count, self._queued = self._queued, 0
+        if not count:
+            return []
+        assert self._receive is not None
         receive = self._receive.receive_nowait
         return [receive() for _ in range(count)]
-
-
-def id_counter() -> Callable[[], int]:
-    """Ids for one agent's queued messages (shared by both queues)."""
-    return itertools.count(1).__next__

@@ -16,7 +16,7 @@ from ..events import QueueUpdate
 from ..loop import GetMessages
 from ..messages import AgentMessage
 from ._delivery import Delivery
-from ._inbox import Inbox, QueuedMessage, QueueKind, QueueMode, id_counter
+from ._inbox import Inbox, QueuedMessage, QueueKind, QueueMode
 from ._recorder import Recorder
 
 __all__ = ["Queues"]
@@ -27,21 +27,22 @@ Change = Literal["queued", "removed", "replaced", "cleared", "drained"]
 class Queues:
     """The steering and follow-up inboxes of one agent."""
 
-    __slots__ = ("_delivery", "follow_ups", "steering")
+    __slots__ = ("_delivery", "_queued", "follow_ups", "steering")
 
     def __init__(
         self, steering_mode: QueueMode, follow_up_mode: QueueMode, delivery: Delivery
     ) -> None:
-        ids = id_counter()
-        self.steering = Inbox("steer", steering_mode, ids)
-        self.follow_ups = Inbox("follow_up", follow_up_mode, ids)
+        self.steering = Inbox("steer", steering_mode)
+        self.follow_ups = Inbox("follow_up", follow_up_mode)
         self._delivery = delivery
+        self._queued = 0  # messages ever queued: ids are unique per agent, across both queues
 
     def inbox(self, kind: QueueKind) -> Inbox:
         return self.steering if kind == "steer" else self.follow_ups
 
     def put(self, kind: QueueKind, message: AgentMessage) -> QueuedMessage:
-        item = self.inbox(kind).put(message)
+        self._queued += 1
+        item = self.inbox(kind).put(message, self._queued)
         recorder = self._delivery.recorder
         if recorder is not None:
             recorder.queued(kind, message)

@@ -6,10 +6,13 @@ Two steps, in this order (the pattern for anything that must survive cancellatio
    from the run's :class:`Phase`: each closing event is applied to the run's state and the
    sink's before the next is built, so when it returns the transcript is complete and valid
    whether or not anything is delivered.
-2. :func:`close_run` delivers them in one shielded scope bounded by ``config.close_timeout``:
-   first the event whose send the cancellation interrupted (a sink must deliver it to whoever
-   missed it, and to nobody twice), then the closing events. A sink that raises still gets
-   the rest; when the grace period expires the remaining events are not delivered.
+2. :func:`close_run` delivers them within ``config.close_timeout``: first the event whose
+   send the cancellation interrupted (a sink must deliver it to whoever missed it, and to
+   nobody twice), then the closing events. Delivery is synchronous as far as the sink allows
+   (``pt.Agent``'s, to plain-function listeners: nothing to shield, no schedule point); only
+   an awaitable that the sink returns is awaited, in a shielded scope whose deadline is the
+   end of the grace period. A sink that raises still gets the rest; once the grace period
+   has expired during an await, the remaining events are not delivered.
 
 The shapes (pi 0.73.1's): mid-stream, the partial message ends with stop_reason "aborted" (or
 "error"), then ``turn_end`` and ``agent_end``. Mid-batch, every call without a result gets one
@@ -70,7 +73,8 @@ def closing_events(run: _Run) -> list[AgentEvent]:
             # the turn's response (and its batch, if any) is done; turn_end is next
             add(*transcript.finish())  # the response's own end, when it was not applied yet
             message = run.reply if run.reply is not None else _turn_message(run)
-            add(TurnEnd(message, run.turn_results))
+            results = run.turn_results
+            add(TurnEnd(message, results if results is not None else []))
             if failure is not None or run.reply is None or transcript.taken:
                 add(TurnStart())  # the run was going on: close it with pi's empty turn
                 add(*transcript.finish())
@@ -132,7 +136,8 @@ async def close_run(run: _Run) -> None:
     """Complete the transcript, then deliver the closing events within the grace period.
 
     Shielded: cancellation does not interrupt it; it returns after at most
-    ``config.close_timeout`` seconds of delivery.
+    ``config.close_timeout`` seconds of delivery (a listener that blocks without awaiting
+    cannot be interrupted, as anywhere in Trio).
     """
     events = closing_events(run)
     interrupted, run.interrupted = run.interrupted, None
@@ -142,22 +147,26 @@ async def close_run(run: _Run) -> None:
         return
     if run.sink_closing is not None:
         run.sink_closing()  # e.g. blocking channels stop waiting for their readers
-    send = run.send
+    deliver = run.deliver
+    deadline = trio.current_time() + run.config.close_timeout
     held: BaseException | None = None  # a KeyboardInterrupt: the others get the rest first
-    with trio.CancelScope(shield=True) as scope:
-        scope.deadline = trio.current_time() + run.config.close_timeout
-        for event in events:
-            for _ in range(_MAX_RESUMES):
-                try:
-                    await send(event)
-                except Exception:
-                    pass  # a failing sink may still deliver the rest (to other listeners)
-                except trio.Cancelled:
-                    raise  # the grace period is over
-                except BaseException as exc:
-                    held = held or exc
-                    continue  # the same event again: the sink resumes after the one that raised
-                break
+    expired = False
+    for event in events:
+        for _ in range(_MAX_RESUMES):
+            try:
+                pending = deliver(event)
+                if pending is not None:  # a listener waits: shielded, within the grace period
+                    with trio.CancelScope(shield=True, deadline=deadline) as scope:
+                        await pending
+                    expired = scope.cancelled_caught
+            except Exception:
+                pass  # a failing sink may still deliver the rest (to other listeners)
+            except BaseException as exc:
+                held = held or exc
+                continue  # the same event again: the sink resumes after the one that raised
+            break
+        if expired:
+            break  # the grace period is over
     if held is not None:
         raise held
 

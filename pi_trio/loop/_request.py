@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
 from .._callbacks import call_maybe_async
-from ..messages import AgentMessage, Context, Message
+from ..messages import AgentMessage, AssistantMessage, Context, Message, Usage
 from ..models import Model
 from ..providers import StreamOptions
 from ._config import PrepareRequestContext
@@ -17,7 +17,7 @@ from ._transcript import default_convert_to_llm
 if TYPE_CHECKING:
     from ._run import _Run
 
-__all__ = ["build_request"]
+__all__ = ["bare_message", "build_request"]
 
 
 async def build_request(run: _Run) -> tuple[Context, StreamOptions, Model]:
@@ -58,3 +58,16 @@ async def build_request(run: _Run) -> tuple[Context, StreamOptions, Model]:
     if run.tracing is not None:
         run.tracing.start_chat(model, context)
     return context, options, model
+
+
+def bare_message(model: Model, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
+    """pi's shape of a response that failed before (or without) any content."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason=reason,
+        error_message=text,
+    )

@@ -17,7 +17,7 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from logging import ERROR
 from typing import Any, Literal, cast
 
@@ -55,7 +55,6 @@ from ..messages import (
     AssistantMessage,
     Tool,
     ToolResultMessage,
-    Usage,
 )
 from ..providers import stream_simple
 from ..tools import AgentContext, AgentTool, ToolBatch
@@ -67,7 +66,7 @@ from ._config import (
     TurnContext,
 )
 from ._phase import Phase
-from ._request import build_request
+from ._request import bare_message, build_request
 from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
@@ -106,6 +105,11 @@ class _Run:
         self.config = config
         self.sink = sink
         self.send = sink.send
+        # a sink's synchronous-first step (pt.Agent's): None when the event is delivered, else
+        # an awaitable to finish it; any other sink's send() is that awaitable every time
+        self.deliver: Callable[[AgentEvent], Awaitable[None] | None] = (
+            getattr(sink, "deliver", None) or sink.send
+        )
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
         self.sink_closing: Callable[[], None] | None = getattr(sink, "closing", None)
         self.stream_fn = config.stream_fn or stream_simple
@@ -117,7 +121,8 @@ class _Run:
         self.phase = Phase.BETWEEN_TURNS
         self.batch: ToolBatch | None = None
         self.reply: AssistantMessage | None = None  # the response after which the run ends
-        self.turn_results: list[ToolResultMessage] = []  # the turn's results, once written
+        # the turn's results once its batch is done (None: no batch, or not done yet)
+        self.turn_results: list[ToolResultMessage] | None = None
         self.model = config.model  # prepare_next_turn may change it for later requests
         self.options = config.stream_options
         self.failure: BaseException | None = None
@@ -147,7 +152,9 @@ class _Run:
             self.transcript.start(event.message)  # type: ignore[union-attr]
         self.sink_apply(event)
         try:
-            await self.send(event)
+            pending = self.deliver(event)
+            if pending is not None:
+                await pending
         except Exception as exc:
             await self._fail(exc)
         except BaseException:
@@ -174,16 +181,8 @@ class _Run:
             await self._fail(exc)
 
     def bare_message(self, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
-        model = self.model
-        return AssistantMessage(
-            content=[],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            usage=Usage(),
-            stop_reason=reason,
-            error_message=text,
-        )
+        """An assistant message with no content: a failure before or without a response."""
+        return bare_message(self.model, reason, text)
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -219,7 +218,7 @@ class _Run:
 
     async def _start_turn(self) -> None:
         self.reply = None
-        self.turn_results = []
+        self.turn_results = None
         self.phase = Phase.STARTING
         await self.emit(TurnStart())
         if self.transcript.taken:
@@ -268,13 +267,18 @@ class _Run:
                         await self._prepare_next_turn(last_turn, pending)
                     # self._start_turn(), inlined: one coroutine less per turn
                     self.reply = None
-                    self.turn_results = []
+                    self.turn_results = None
                     self.phase = Phase.STARTING
                     await self.emit(TurnStart())
                     if self.transcript.taken:
                         await self._announce_taken()
                 pending = False
 
+                # One schedule point per model call: an aborted run never calls the model, and
+                # a run on an instant model with instant tools still lets deadlines and other
+                # tasks in. Here, not in _assistant_turn: what waits in the run queue meanwhile
+                # is kept small (thousands of agents wait there at once).
+                await trio.lowlevel.checkpoint()
                 message = await self._assistant_turn()
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
                     if config.finish_turn is not None:  # a hard exit whatever it decides
@@ -301,14 +305,17 @@ class _Run:
                     self.reply = None if more_tool_calls else message
                     self.turn_results = tool_results
                     self.phase = Phase.ANSWERED  # turn_end is next
-                    self.batch = None
+                    # the batch is done with: nothing of it waits through the next checkpoint
+                    self.batch = batch = None
                 if wants_turn:
                     last_turn = self._turn(message, tool_results)
                 decision: FinishTurnDecision = None
                 if config.finish_turn is not None:
                     decision = await self._hook(config.finish_turn, last_turn)
                 self.phase = Phase.BETWEEN_TURNS
+                self.turn_results = None
                 await self.emit(TurnEnd(message, tool_results))
+                del tool_results  # kept by nothing through the next checkpoint
                 if decision == "end":
                     await self._end()
                     return
@@ -369,16 +376,13 @@ class _Run:
     # --- one assistant response --------------------------------------------------------------
 
     async def _assistant_turn(self) -> AssistantMessage:
-        # One schedule point per model call: an aborted run never calls the model, and a run on
-        # an instant model with instant tools still lets deadlines and other tasks in.
-        await trio.lowlevel.checkpoint()
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
             context, options, model = await build_request(self)
         except Exception as exc:
             return await self._finish_response(None, exc)
-        send = self.send
+        deliver = self.deliver
         transcript = self.transcript
         sink_apply = self.sink_apply
         try:
@@ -394,11 +398,14 @@ class _Run:
                         if partial is not open_message:  # the provider swapped its partial
                             transcript.open = partial
                             sink_apply(update)
-                        # self.emit(update), inlined: no extra coroutine per delta. An update
-                        # whose message is the one already open changes no state, so it is not
-                        # applied (the sink's apply contract says so).
+                        # self.emit(update), inlined: no coroutine per delta (none at all when
+                        # the listeners are plain functions). An update whose message is the
+                        # one already open changes no state, so it is not applied (the sink's
+                        # apply contract says so).
                         try:
-                            await send(update)
+                            pending = deliver(update)
+                            if pending is not None:
+                                await pending
                         except Exception as exc:
                             await self._fail(exc)
                         except BaseException:

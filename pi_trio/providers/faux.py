@@ -20,6 +20,7 @@ emits nothing more: building the aborted message is the loop's job.
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import itertools
 import json
@@ -79,9 +80,12 @@ NO_MORE_RESPONSES = "No more faux responses queued"
 
 _WORD = re.compile(r"\s*\S+\s*")
 
-# The chunkers made here are pure functions of the text, so their pieces may be reused: a
-# FauxModel remembers the pieces of short texts (scripts repeat the same text many times).
-_PURE_CHUNKERS: weakref.WeakSet[Chunker] = weakref.WeakSet()
+# The chunkers made here are pure functions of the text, so their pieces may be reused: the
+# pieces of short texts are remembered per chunker, for the whole process (scripts repeat the
+# same texts many times, and thousands of scripted agents share one cache, not one each).
+_PIECES: weakref.WeakKeyDictionary[Chunker, dict[str, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 _CACHED_TEXT_MAX: Final = 1024  # longer texts are cut every time: the cut is small beside them
 _CACHE_ENTRIES_MAX: Final = 256
 _COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
@@ -92,23 +96,27 @@ def by_words(value: str) -> list[str]:
     return _WORD.findall(value) or [value]
 
 
-_PURE_CHUNKERS.add(by_words)
+_PIECES[by_words] = {}
 
 
+@functools.lru_cache(maxsize=64)
 def by_size(size: int) -> Chunker:
-    """A chunker that cuts text into pieces of ``size`` characters."""
+    """A chunker that cuts text into pieces of ``size`` characters (the same function for
+    the same size)."""
     if size < 1:
         raise ValueError("chunk size must be at least 1")
 
     def chunk(value: str) -> list[str]:
         return [value[i : i + size] for i in range(0, len(value), size)] or [value]
 
-    _PURE_CHUNKERS.add(chunk)
+    _PIECES[chunk] = {}
     return chunk
 
 
+@functools.lru_cache(maxsize=64)
 def in_pieces(count: int) -> Chunker:
-    """A chunker that cuts text into ``count`` nearly equal pieces (fewer for short text)."""
+    """A chunker that cuts text into ``count`` nearly equal pieces (fewer for short text;
+    the same function for the same count)."""
     if count < 1:
         raise ValueError("piece count must be at least 1")
 
@@ -122,7 +130,7 @@ def in_pieces(count: int) -> Chunker:
             start = end
         return pieces
 
-    _PURE_CHUNKERS.add(chunk)
+    _PIECES[chunk] = {}
     return chunk
 
 
@@ -200,8 +208,9 @@ class FauxModel:
         self._pending: collections.deque[FauxResponse] = collections.deque()
         self._lazy: Iterator[FauxResponse] | None = None
         self.append_responses(responses)
-        self._pieces_by_text: dict[str, Sequence[str]] = {}
+        # the shared cache of ``chunker``'s pieces (None: not one of ours, cut every time)
         self._pieces_chunker: Chunker = chunker
+        self._pieces_by_text: dict[str, tuple[str, ...]] | None = _PIECES.get(chunker)
 
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
         self._pending, self._lazy = collections.deque(), None
@@ -320,20 +329,19 @@ class FauxModel:
     def _pieces(self, text: str) -> Sequence[str]:
         """``chunker(text)``, remembered for short texts when the chunker is one of ours."""
         chunker = self.chunker
-        if chunker is self._pieces_chunker:
-            # a hit first: the cache only ever holds short texts cut by this pure chunker,
-            # and looking it up is cheaper than asking the WeakSet whether it is pure
-            pieces = self._pieces_by_text.get(text)
-            if pieces is not None:
-                return pieces
-        if len(text) > _CACHED_TEXT_MAX or chunker not in _PURE_CHUNKERS:
-            return chunker(text)
-        if chunker is not self._pieces_chunker:
-            self._pieces_by_text.clear()
+        if chunker is not self._pieces_chunker:  # a new chunker takes effect at once
             self._pieces_chunker = chunker
-        if len(self._pieces_by_text) >= _CACHE_ENTRIES_MAX:
-            self._pieces_by_text.clear()
-        pieces = self._pieces_by_text[text] = tuple(chunker(text))
+            self._pieces_by_text = _PIECES.get(chunker)
+        cache = self._pieces_by_text
+        if cache is None:
+            return chunker(text)
+        pieces = cache.get(text)
+        if pieces is None:
+            if len(text) > _CACHED_TEXT_MAX:
+                return chunker(text)
+            if len(cache) >= _CACHE_ENTRIES_MAX:
+                cache.clear()
+            pieces = cache[text] = tuple(chunker(text))
         return pieces
 
 

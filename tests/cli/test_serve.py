@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import trio
+import trio.testing
 
 from pi_trio.cli._agents import agent_factory
 from pi_trio.cli._rpc import serve_tcp_rpc
@@ -90,3 +91,21 @@ def test_the_serve_command_listens_on_localhost_and_serves() -> None:
     finally:
         proc.proc.terminate()
         proc.close()
+
+
+async def test_serve_freezes_what_it_loaded_before_the_first_connection() -> None:
+    # many connections, many agents: full collections must not walk the modules every time
+    import gc
+
+    from pi_trio.cli import _serve
+
+    gc.unfreeze()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_serve, agent_factory("faux", token_delay=0), "127.0.0.1", 0)
+            await trio.testing.wait_all_tasks_blocked()
+            frozen = gc.get_freeze_count()
+            nursery.cancel_scope.cancel()
+    finally:
+        gc.unfreeze()
+    assert frozen > 1000
