@@ -18,7 +18,7 @@ from . import faux
 from ._builder import ABORTED_MESSAGE, MessageBuilder
 from ._failure import ProviderFailure, redact
 from ._http import pool_in_use
-from ._options import CacheRetention, StreamFn, StreamOptions, ThinkingBudgets
+from ._options import CacheRetention, HttpClient, StreamFn, StreamOptions, ThinkingBudgets
 from ._registry import (
     ApiStreamFunction,
     get_api,
@@ -35,6 +35,7 @@ __all__ = [
     "ApiStreamFunction",
     "CacheRetention",
     "Decoder",
+    "HttpClient",
     "MessageBuilder",
     "ProviderFailure",
     "SSEEvent",

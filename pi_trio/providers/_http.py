@@ -27,6 +27,7 @@ Nothing here reads httpx's private attributes except :func:`_pool_facts` (why: s
 from __future__ import annotations
 
 import http
+import sys
 import weakref
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -37,6 +38,7 @@ import httpx
 import trio
 
 from ._failure import ProviderFailure, error_code, error_text, kind_of_status, shorten
+from ._options import HttpClient
 from ._retry import RETRYABLE_STATUS, RequestPolicy, parse_retry_after
 
 __all__ = [
@@ -64,9 +66,7 @@ _FIRST_BYTES = 200  # characters of a body that is not an event stream shown in 
 _DEFAULT_CLIENT: trio.lowlevel.RunVar[httpx.AsyncClient] = trio.lowlevel.RunVar(
     "pi_trio_http_client"
 )
-_ADMISSION: weakref.WeakKeyDictionary[httpx.AsyncClient, trio.Semaphore] = (
-    weakref.WeakKeyDictionary()
-)
+_ADMISSION: weakref.WeakKeyDictionary[HttpClient, trio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 def default_client() -> httpx.AsyncClient:
@@ -106,7 +106,7 @@ class _PoolFacts:
     queued: int  # requests waiting for a connection
 
 
-def _pool_facts(client: httpx.AsyncClient) -> _PoolFacts | None:
+def _pool_facts(client: HttpClient) -> _PoolFacts | None:
     """What the connection pool of ``client``'s default transport holds, or ``None`` for a
     transport that is not httpx's own.
 
@@ -131,7 +131,7 @@ def _pool_facts(client: httpx.AsyncClient) -> _PoolFacts | None:
     )
 
 
-def pool_in_use(client: httpx.AsyncClient) -> int:
+def pool_in_use(client: HttpClient) -> int:
     """Connections of ``client``'s pool that are checked out plus requests still queued:
     0 when nothing leaked. For tests and diagnostics; 0 for a transport that is not
     httpx's default one."""
@@ -139,7 +139,7 @@ def pool_in_use(client: httpx.AsyncClient) -> int:
     return 0 if facts is None else facts.checked_out + facts.queued
 
 
-def _admission_for(client: httpx.AsyncClient) -> trio.Semaphore | None:
+def _admission_for(client: HttpClient) -> trio.Semaphore | None:
     """The admission semaphore of ``client``: the default client's, or one made on first
     use for an injected client whose pool has a connection limit, so that its pool never
     queues either and the shielded window of :func:`send_guarded` stays the connect."""
@@ -154,39 +154,55 @@ def _admission_for(client: httpx.AsyncClient) -> trio.Semaphore | None:
 # --- httpx's exceptions ------------------------------------------------------
 
 
+def http_errors() -> tuple[type[Exception], ...]:
+    """The base exception classes of the HTTP stacks a client may come from: httpx's, and
+    httpx2's once it is imported (a caller's ``httpx2.AsyncClient`` imported it already).
+    Evaluated where an exception is caught, so importing pi_trio never imports httpx2."""
+    second = sys.modules.get("httpx2")
+    return (httpx.HTTPError,) if second is None else (httpx.HTTPError, second.HTTPError)
+
+
+def _stack(exc: BaseException) -> Any:
+    """The module (httpx or httpx2) whose exception ``exc`` is."""
+    root = type(exc).__module__.partition(".")[0]
+    return sys.modules.get(root, httpx) if root in ("httpx", "httpx2") else httpx
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def transport_failure(
-    exc: httpx.HTTPError, *, host: str, phase: Literal["send", "read"]
+    exc: Exception, *, host: str, phase: Literal["send", "read"]
 ) -> ProviderFailure:
     """The failure for an httpx exception raised while sending (up to the response
     headers) or while reading the body; raise it ``from exc``.
 
     Connection errors and timeouts while sending, and a connection broken while reading,
     are retryable (within the retry policy); a read timeout or an undecodable body is not.
+    ``exc`` is httpx's or httpx2's (the same classes under the same names).
     """
+    stack = _stack(exc)
     if phase == "send":
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, stack.TimeoutException):
             return ProviderFailure(
                 f"timeout while connecting to {host}: {_describe(exc)}",
                 retryable=True,
                 kind="timeout",
             )
-        if isinstance(exc, httpx.TransportError):
+        if isinstance(exc, stack.TransportError):
             return ProviderFailure(
                 f"connection to {host} failed: {_describe(exc)}", retryable=True, kind="connection"
             )
     else:
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, stack.TimeoutException):
             return ProviderFailure(
                 f"timeout while reading the response: {_describe(exc)}", kind="timeout"
             )
-        if isinstance(exc, httpx.DecodingError):  # e.g. a body that is not the gzip it claims
+        if isinstance(exc, stack.DecodingError):  # e.g. a body that is not the gzip it claims
             return ProviderFailure(f"invalid response body: {_describe(exc)}", kind="protocol")
-        if isinstance(exc, httpx.TransportError):
+        if isinstance(exc, stack.TransportError):
             return ProviderFailure(
                 "connection closed by the server before the response was complete: "
                 + _describe(exc),
@@ -208,7 +224,7 @@ _WRITING_EVENTS = frozenset(
 )
 
 
-async def send_guarded(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+async def send_guarded(client: HttpClient, request: httpx.Request) -> httpx.Response:
     """``client.send(request, stream=True)`` that cannot strand a pooled connection.
 
     See the module docstring: the send is shielded from cancellation until the request is
@@ -227,7 +243,7 @@ async def send_guarded(client: httpx.AsyncClient, request: httpx.Request) -> htt
     request.extensions = {**request.extensions, "trace": trace}
     try:
         with guard:
-            response = await client.send(request, stream=True)
+            response: httpx.Response = await client.send(request, stream=True)
     except BaseException:
         # a failure while the shield held a cancellation back: the cancellation wins
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -273,7 +289,7 @@ class Exchange:
 
 
 async def open_exchange(
-    client: httpx.AsyncClient, request: httpx.Request, policy: RequestPolicy, deadline: float
+    client: HttpClient, request: httpx.Request, policy: RequestPolicy, deadline: float
 ) -> Exchange:
     """Send ``request`` and return its response once it is known to be an event stream.
 
@@ -303,7 +319,7 @@ async def open_exchange(
         try:
             with trio.move_on_at(limit):
                 response = await send_guarded(client, request)
-        except httpx.HTTPError as exc:
+        except http_errors() as exc:
             raise transport_failure(exc, host=host, phase="send") from exc
         if response is None:
             if limit == deadline:
@@ -358,7 +374,7 @@ async def _failure_from(response: httpx.Response, media: str, deadline: float) -
                 body += chunk
                 if len(body) >= _ERROR_BODY_LIMIT:
                     break
-        except httpx.HTTPError:
+        except http_errors():
             pass  # what arrived is all there is to show
     raw = body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
     text = error_text(raw)

@@ -31,6 +31,13 @@ _LOGGERS = (
     "hpack",
     "hpack.hpack",
     "hpack.table",
+    "httpx2",  # the same stack, renamed (an httpx2.AsyncClient)
+    "httpcore2",
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
+    "httpcore2.socks",
 )
 _active: Counter[str] = Counter()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 
@@ -13,7 +13,7 @@ from ..messages import Context
 from ..models import Model, ThinkingLevel
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = ["CacheRetention", "StreamFn", "StreamOptions", "ThinkingBudgets"]
 
@@ -30,12 +30,29 @@ class ThinkingBudgets:
     high: int | None = None
 
 
+class HttpClient(Protocol):
+    """What the providers need of an HTTP client: an ``httpx.AsyncClient``, or an
+    ``httpx2.AsyncClient`` (the ``mcp`` SDK and others moved to httpx2, so one process can
+    keep one HTTP stack); the client's own pool, timeouts and proxies apply."""
+
+    def build_request(
+        self, method: str, url: str, *, headers: Any = ..., content: Any = ...
+    ) -> Any:
+        """The request to :meth:`send`."""
+        ...
+
+    async def send(self, request: Any, *, stream: bool = ...) -> Any:
+        """Send it; with ``stream=True`` the body is read by the caller."""
+        ...
+
+
 @attrs.frozen
 class StreamOptions:
     """Per-request options (pi-ai's ``SimpleStreamOptions``, in seconds rather than ms).
 
-    ``api_key`` is never shown in ``repr`` and never serialised. Without ``http_client`` the
-    providers use one shared client per ``trio.run``. ``timeout`` bounds the whole request
+    ``api_key`` is never shown in ``repr`` and never serialised. ``http_client`` is an
+    ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``; without one the providers use one
+    shared httpx client per ``trio.run``. ``timeout`` bounds the whole request
     including retries; ``first_byte_timeout`` the wait for the response headers and first
     bytes; ``idle_timeout`` the longest gap between two parsed events (keep-alive bytes do not
     count). ``max_retry_delay`` caps a single wait: a server asking for a longer Retry-After
@@ -54,7 +71,7 @@ class StreamOptions:
     cache_retention: CacheRetention | None = None
     headers: Mapping[str, str] | None = None
     metadata: Mapping[str, Any] | None = None
-    http_client: httpx.AsyncClient | None = attrs.field(default=None, repr=False, eq=False)
+    http_client: HttpClient | None = attrs.field(default=None, repr=False, eq=False)
     timeout: float | None = None
     first_byte_timeout: float | None = 60.0
     idle_timeout: float | None = 120.0

@@ -17,7 +17,7 @@ import httpx
 import trio
 
 from ._failure import ProviderFailure
-from ._http import CLOSE_GRACE, overall_timeout, transport_failure
+from ._http import CLOSE_GRACE, http_errors, overall_timeout, transport_failure
 from ._retry import RequestPolicy
 from ._sse import SSEEvent, SSELimitError, SSEParser
 
@@ -95,7 +95,7 @@ class SSEReader:
                 return await self._chunks.__anext__()
         except StopAsyncIteration:
             return None
-        except httpx.HTTPError as exc:
+        except http_errors() as exc:
             raise transport_failure(exc, host=self._host, phase="read") from exc
         finally:
             if scope.cancelled_caught:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager, aclosing
-from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -26,6 +25,7 @@ from ..events import StreamEvent
 from ..messages import Context, TextContent, ThinkingContent, ToolCall
 from ..models import Model
 from ..providers import (
+    HttpClient,
     MessageBuilder,
     ProviderFailure,
     SSEEvent,
@@ -50,9 +50,6 @@ from ._protocol import (
     ProxyToolCallStart,
     request_body,
 )
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["PROXY_ERROR_PREFIX", "ProxyStream", "stream_proxy"]
 
@@ -79,7 +76,7 @@ class ProxyStream:
 
     proxy_url: str
     token: str | None = attrs.field(default=None, repr=False)
-    http_client: httpx.AsyncClient | None = attrs.field(default=None, repr=False, eq=False)
+    http_client: HttpClient | None = attrs.field(default=None, repr=False, eq=False)
 
     @property
     def endpoint(self) -> str:
@@ -136,7 +133,7 @@ async def _one(event: StreamEvent) -> AsyncGenerator[StreamEvent, None]:
 
 
 def stream_proxy(
-    proxy_url: str, token: str | None = None, *, http_client: httpx.AsyncClient | None = None
+    proxy_url: str, token: str | None = None, *, http_client: HttpClient | None = None
 ) -> ProxyStream:
     """A ``stream_fn`` that streams every model call through the pi proxy at ``proxy_url``.
 

@@ -23,7 +23,7 @@ import logging
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import trio
@@ -31,13 +31,10 @@ import trio
 from .._errors import PiError, ProviderNotFoundError, WireFormatError
 from ..events import StreamDone, StreamError
 from ..models import Model, get_model
-from ..providers import StreamFn, StreamOptions, stream_simple
+from ..providers import HttpClient, StreamFn, StreamOptions, stream_simple
 from ..wire import from_json
 from ._http11 import CONNECTION_ERRORS, BodyTooLarge, Exchange
 from ._protocol import ProxyRequest, encode_event, error_event
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["TOKEN_ENV_VAR", "ProxyServer", "run_proxy_server", "serve_proxy"]
 
@@ -98,7 +95,7 @@ class ProxyServer:
     models: Iterable[Model] | None = None
     trust_client_models: bool = False
     get_api_key: GetApiKey | None = attrs.field(default=None, repr=False)
-    http_client: httpx.AsyncClient | None = attrs.field(default=None, repr=False)
+    http_client: HttpClient | None = attrs.field(default=None, repr=False)
     max_body_bytes: int = 16 * 1024 * 1024
     header_timeout: float = 30.0
     request_timeout: float | None = 600.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,10 @@ async def server(nursery: trio.Nursery) -> ScriptedServer:
     return srv
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(trust_env=False) as c:
+@pytest.fixture(params=["httpx", "httpx2"])
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """An ``httpx.AsyncClient``, and an ``httpx2.AsyncClient``: the providers take either
+    (the ``mcp`` SDK and others moved to httpx2; one process can then use one HTTP stack)."""
+    stack = httpx if request.param == "httpx" else pytest.importorskip("httpx2")
+    async with stack.AsyncClient(trust_env=False) as c:
         yield c
