@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 
@@ -66,20 +66,7 @@ EntryKind: TypeAlias = Literal[
     "tool_result",
     "transcript",
 ]
-ENTRY_KINDS: Final[frozenset[str]] = frozenset(
-    {
-        "state",
-        "message",
-        "queued",
-        "drained",
-        "cleared",
-        "run_start",
-        "run_end",
-        "tool_intent",
-        "tool_result",
-        "transcript",
-    }
-)
+ENTRY_KINDS: Final[frozenset[str]] = frozenset(get_args(EntryKind))
 QueueName: TypeAlias = Literal["steer", "followUp"]
 
 
