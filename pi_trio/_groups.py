@@ -14,15 +14,24 @@ __all__ = ["must_propagate", "only_cancelled", "plain_exception"]
 
 
 def only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled | None:
-    """The first ``Cancelled`` of ``group`` when that is all it holds, else None."""
-    cancelled, rest = group.split(trio.Cancelled)
-    if rest is not None or cancelled is None:
-        return None
-    leaf: BaseException = cancelled
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    assert isinstance(leaf, trio.Cancelled)
-    return leaf
+    """The first ``Cancelled`` of ``group`` (depth first) when that is all it holds, else None.
+
+    A walk over the leaves, not ``group.split()``: an abort passes here once per nursery it
+    unwinds, and ``split`` copies the group to answer a yes/no question."""
+    first: trio.Cancelled | None = None
+    for exc in group.exceptions:
+        leaf: trio.Cancelled | None
+        if isinstance(exc, BaseExceptionGroup):
+            leaf = only_cancelled(exc)
+            if leaf is None:
+                return None
+        elif isinstance(exc, trio.Cancelled):
+            leaf = exc
+        else:
+            return None
+        if first is None:
+            first = leaf
+    return first
 
 
 def plain_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -365,6 +365,8 @@ class ToolBatch:
                         )
                 result = as_tool_result(value)
                 is_error = bool(result.is_error)
+            except trio.Cancelled:  # the usual way out of an abort: no checks on the way
+                raise
             except BaseException as exc:  # one failing tool never takes the batch down
                 if must_propagate(exc):
                     raise
