@@ -67,6 +67,7 @@ from ._config import (
 )
 from ._phase import Phase
 from ._request import bare_message, build_request
+from ._response import settle_response
 from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
@@ -84,7 +85,6 @@ _UPDATE_TYPES = frozenset(
         ToolCallEnd,
     }
 )
-_NO_END = "the stream ended without a done or error event"
 
 LENGTH_TOOL_TEXT = (
     'Tool call "{name}" was not executed: the response was cut off at the output token limit '
@@ -144,7 +144,11 @@ class _Run:
         self.transcript.apply(event)
         self.sink_apply(event)
 
-    async def emit(self, event: AgentEvent) -> None:
+    def emit_now(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Apply ``event``, then deliver it as far as that goes synchronously: None when it is
+        delivered, else an awaitable the caller must await (a listener waits, or one failed:
+        awaiting it ends the run). No coroutine per event when the listeners are plain
+        functions; ``await run.emit(event)`` is the same in one step."""
         cls = type(event)
         if cls is MessageEnd:
             self.transcript.end(event.message)  # type: ignore[union-attr]
@@ -153,16 +157,32 @@ class _Run:
         self.sink_apply(event)
         try:
             pending = self.deliver(event)
-            if pending is not None:
-                await pending
+        except Exception as exc:
+            return self._fail(exc)
+        except BaseException:
+            if cls is not ToolExecutionUpdate:
+                self.interrupted = event
+            raise
+        if pending is None:
+            return None
+        return self._finish_delivery(event, pending)
+
+    async def _finish_delivery(self, event: AgentEvent, pending: Awaitable[None]) -> None:
+        try:
+            await pending
         except Exception as exc:
             await self._fail(exc)
         except BaseException:
             # a tool's progress cut short (by the tool's own timeout too) is not sent again:
             # the run may go on, and its tool_execution_end may follow
-            if cls is not ToolExecutionUpdate:
+            if type(event) is not ToolExecutionUpdate:
                 self.interrupted = event
             raise
+
+    async def emit(self, event: AgentEvent) -> None:
+        pending = self.emit_now(event)
+        if pending is not None:
+            await pending
 
     async def _fail(self, exc: BaseException) -> None:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
@@ -227,8 +247,12 @@ class _Run:
     async def announce(self, message: ToolResultMessage) -> None:
         """Take a tool-result message into the transcript and send its start and end."""
         self.transcript.take((message,))
-        await self.emit(MessageStart(message))
-        await self.emit(MessageEnd(message))
+        pending = self.emit_now(MessageStart(message))
+        if pending is not None:
+            await pending
+        pending = self.emit_now(MessageEnd(message))
+        if pending is not None:
+            await pending
 
     async def _poll(self, source: Callable[[], Any] | None) -> bool:
         """Take queued steering/follow-up messages; True when there were any."""
@@ -269,7 +293,9 @@ class _Run:
                     self.reply = None
                     self.turn_results = None
                     self.phase = Phase.STARTING
-                    await self.emit(TurnStart())
+                    delivering = self.emit_now(TurnStart())
+                    if delivering is not None:
+                        await delivering
                     if self.transcript.taken:
                         await self._announce_taken()
                 pending = False
@@ -314,7 +340,9 @@ class _Run:
                     decision = await self._hook(config.finish_turn, last_turn)
                 self.phase = Phase.BETWEEN_TURNS
                 self.turn_results = None
-                await self.emit(TurnEnd(message, tool_results))
+                delivering = self.emit_now(TurnEnd(message, tool_results))
+                if delivering is not None:
+                    await delivering
                 del tool_results  # kept by nothing through the next checkpoint
                 if decision == "end":
                     await self._end()
@@ -414,7 +442,9 @@ class _Run:
                     elif cls is StreamStart:
                         # a second "start" replaces the first partial message
                         self.phase = Phase.STREAMING
-                        await self.emit(MessageStart(cast(StreamStart, event).partial))
+                        pending = self.emit_now(MessageStart(cast(StreamStart, event).partial))
+                        if pending is not None:
+                            await pending
                     elif cls is StreamDone:
                         final = cast(StreamDone, event).message
                         break
@@ -433,52 +463,17 @@ class _Run:
     async def _finish_response(
         self, final: AssistantMessage | None, failure: Exception | None
     ) -> AssistantMessage:
-        transcript = self.transcript
-        partial = transcript.open if self.phase is Phase.STREAMING else None
-        if final is None:
-            text = exception_text(failure) if failure is not None else _NO_END
-            if failure is not None:
-                log_failure(loop_logger, ERROR, failure, "the model request failed: %s", text)
-            message = partial if isinstance(partial, AssistantMessage) else None
-            if message is None:
-                message = self.bare_message("error", text)
-            message.stop_reason = "error"
-            message.error_message = text
-        else:
-            message = final
-        self.response_error = failure if message.stop_reason == "error" else None
-        if self.tracing is not None:
-            self.tracing.end_chat(message, failure)
-        failed = message.stop_reason == "error" or message.stop_reason == "aborted"
-        calls = [] if failed else message.tool_calls
-        if calls:
-            config = self.config
-            self.batch = ToolBatch(
-                message,
-                calls,
-                self.context,
-                self.tools,
-                self.emit,
-                self.announce,
-                sequential=config.tool_execution == "sequential",
-                before_tool_call=config.before_tool_call,
-                after_tool_call=config.after_tool_call,
-                max_parallel=config.max_parallel_tools,
-                tool_timeout=config.tool_timeout,
-                steering=(
-                    config.steering_signal if config.steering_policy == "at_tool_boundary" else None
-                ),
-            )
-            self.phase = Phase.RUNNING_TOOLS
-        else:
-            self.reply = message
-            self.phase = Phase.ANSWERED
+        message, partial = settle_response(self, final, failure)
         if partial is None:
-            transcript.take((message,))
-            await self.emit(MessageStart(message))
+            self.transcript.take((message,))
+            pending = self.emit_now(MessageStart(message))
+            if pending is not None:
+                await pending
         else:
-            transcript.open = message  # the final message replaces the partial
-        await self.emit(MessageEnd(message))
+            self.transcript.open = message  # the final message replaces the partial
+        pending = self.emit_now(MessageEnd(message))
+        if pending is not None:
+            await pending
         return message
 
 

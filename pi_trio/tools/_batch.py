@@ -48,6 +48,7 @@ from ._hooks import (
     BeforeToolCallResult,
 )
 from ._results import as_tool_result, error_result, steered_result, timed_out_result
+from ._serial import Emit, OneAtATime
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
@@ -62,7 +63,6 @@ __all__ = [
 
 ABORTED_TOOL_TEXT = "Tool execution was aborted"
 
-Emit = Callable[[AgentEvent], Awaitable[None]]
 Announce = Callable[[ToolResultMessage], Awaitable[None]]
 BeforeToolCall = Callable[
     [BeforeToolCallContext], "Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None"
@@ -70,33 +70,6 @@ BeforeToolCall = Callable[
 AfterToolCall = Callable[
     [AfterToolCallContext], "Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None"
 ]
-
-
-class _OneAtATime:
-    """Serializes the events of concurrent tool tasks: a listener that awaits (a socket write,
-    say) must not be entered by a second task while it is suspended. No schedule point when
-    free. ``mark`` runs once the task holds the turn, right before the event is applied, so a
-    slot never says "ended" for an event that a cancellation kept from being applied."""
-
-    __slots__ = ("_busy", "_emit", "_waiting")
-
-    def __init__(self, emit: Emit) -> None:
-        self._emit = emit
-        self._busy = False
-        self._waiting = trio.lowlevel.ParkingLot()
-
-    async def emit(self, event: AgentEvent, mark: Callable[[], None] | None = None) -> None:
-        while self._busy:
-            await self._waiting.park()
-        self._busy = True
-        try:
-            if mark is not None:
-                mark()
-            await self._emit(event)
-        finally:
-            self._busy = False
-            if self._waiting:
-                self._waiting.unpark()
 
 
 def _log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
@@ -144,7 +117,7 @@ class ToolBatch:
         calls: its tool calls, in source order.
         context: what the hooks are given.
         tools: the tools by name.
-        emit: sends one event (the loop's; it applies the event to the run's state first).
+        emit: applies and sends one event (the loop's; see :data:`Emit`).
         announce: hands a tool-result message to the run, which sends its start and end.
         sequential: run the calls one by one (also when any called tool asks for it).
         max_parallel: at most this many calls execute at once (None: all); the others wait
@@ -176,7 +149,7 @@ class ToolBatch:
         self._context = context
         self._tools = tools
         self._emit = emit
-        self._serializer: _OneAtATime | None = None
+        self._serializer: OneAtATime | None = None
         self._announce = announce
         self._before = before_tool_call
         self._after = after_tool_call
@@ -248,7 +221,7 @@ class ToolBatch:
         if len(prepared) == 1:
             await self._execute_and_end(prepared[0])  # a nursery of one is just overhead
         elif prepared:
-            self._serializer = _OneAtATime(self._emit)  # one event at a time into the sink
+            self._serializer = OneAtATime(self._emit)  # one event at a time into the sink
             try:
                 async with trio.open_nursery() as nursery:
                     if self._max_parallel is None or self._max_parallel >= len(prepared):
@@ -295,7 +268,9 @@ class ToolBatch:
         (error) result."""
         call = slot.call
         slot.started = True
-        await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
+        pending = self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
+        if pending is not None:
+            await pending
         if refuse_with is not None:
             slot.result, slot.is_error = error_result(refuse_with), True
             return False
@@ -341,7 +316,9 @@ class ToolBatch:
         emit = self._emit if self._serializer is None else self._serializer.emit
 
         async def on_update(partial: ToolResult) -> None:
-            await emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
+            pending = emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
+            if pending is not None:
+                await pending
 
         if self._arrival is not None and self._arrival.is_set():  # steered while it waited
             slot.result, slot.is_error = steered_result(call.name, started=False), True
@@ -443,9 +420,11 @@ class ToolBatch:
         serializer = self._serializer
         if serializer is None:
             slot.mark_ended()
-            await self._emit(event)
+            pending = self._emit(event)
         else:
-            await serializer.emit(event, slot.mark_ended)
+            pending = serializer.emit(event, slot.mark_ended)
+        if pending is not None:
+            await pending
 
     async def _write_back(self) -> None:
         slots = self._slots
