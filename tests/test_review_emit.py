@@ -5,6 +5,8 @@ Each test names the behaviour it pins; each was seen to fail with that behaviour
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -198,3 +200,97 @@ async def test_a_progress_update_cut_short_by_its_tools_timeout_leaves_the_batch
     assert sorted(_ends(log)) == ["c1", "c2"]
     assert agent.state.messages[-1].stop_reason == "stop"  # type: ignore[union-attr]
     assert check_events(log) == []
+
+
+# --- a tool's own nursery: its group never reaches the caller --------------------------------
+
+
+async def _nursery_tool(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    """A tool with a nursery of its own: a cancellation from outside comes out of it as a
+    group of ``Cancelled`` (strict exception groups), a child's KeyboardInterrupt as a group."""
+
+    async def child() -> None:
+        if params.get("interrupt"):
+            raise KeyboardInterrupt
+        await trio.sleep(10)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(child)
+        nursery.start_soon(child)
+    return pt.ToolResult([pt.TextContent("never")])
+
+
+NURSERY_TOOL = pt.AgentTool("nested", "n", "n", {"type": "object"}, _nursery_tool)
+
+
+def _nested_calls(count: int, **args: Any) -> pt.AssistantMessage:
+    return faux.assistant_message(
+        [faux.tool_call("nested", dict(args), id=f"c{i}") for i in range(count)]
+    )
+
+
+@pytest.mark.parametrize(("count", "mode"), [(1, "parallel"), (2, "sequential"), (2, "parallel")])
+async def test_a_deadline_through_a_tools_nursery_reaches_the_caller_as_a_plain_cancelled(
+    count: int, mode: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    agent = make_agent([_nested_calls(count), faux.assistant_message("x")], [NURSERY_TOOL])
+    agent.tool_execution = mode  # type: ignore[assignment]
+    escaped: list[BaseException] = []
+    with trio.move_on_after(1):
+        try:
+            await agent.prompt("go")
+        except BaseException as exc:
+            escaped.append(exc)
+            raise
+    assert [type(e) for e in escaped] == [trio.Cancelled]  # not a BaseExceptionGroup
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("count", "mode"), [(1, "parallel"), (2, "sequential"), (2, "parallel")])
+async def test_a_keyboard_interrupt_from_a_tools_nursery_reaches_the_caller_plain(
+    count: int, mode: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    agent = make_agent(
+        [_nested_calls(count, interrupt=True), faux.assistant_message("x")], [NURSERY_TOOL]
+    )
+    agent.tool_execution = mode  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):  # a group would not match
+        await agent.prompt("go")
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert agent.state.is_streaming is False
+
+
+async def test_a_deadline_through_a_stream_fns_nursery_reaches_the_caller_plain(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    @asynccontextmanager
+    async def streaming(model: pt.Model, context: Any, options: Any) -> AsyncIterator[Any]:
+        async def events() -> AsyncGenerator[pt.StreamEvent, None]:
+            async with trio.open_nursery() as nursery:  # a keep-alive task, say
+                nursery.start_soon(trio.sleep_forever)
+                yield pt.StreamStart(pt.AssistantMessage([], model.api, model.provider, model.id))
+                await trio.sleep_forever()
+
+        async with aclosing(events()) as stream:
+            yield stream
+
+    agent = pt.Agent(pt.AgentState(model=pt.get_model("faux", "faux-1")), stream_fn=streaming)
+    escaped: list[BaseException] = []
+    with trio.move_on_after(1):
+        try:
+            await agent.prompt("go")
+        except BaseException as exc:
+            escaped.append(exc)
+            raise
+    assert [type(e) for e in escaped] == [trio.Cancelled]
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+
+
+async def test_a_hooks_group_with_a_keyboard_interrupt_reaches_the_caller_plain() -> None:
+    def before(context: pt.BeforeToolCallContext) -> None:
+        raise BaseExceptionGroup("the hook's own nursery", [KeyboardInterrupt()])
+
+    agent = make_agent([sleeps(0), faux.assistant_message("x")], before_tool_call=before)
+    with pytest.raises(KeyboardInterrupt):
+        await agent.prompt("go")
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]

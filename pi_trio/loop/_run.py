@@ -25,6 +25,7 @@ import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text, is_awaitable
+from .._groups import plain_exception
 from .._logging import log_failure, loop_logger
 from .._telemetry import RunTracing, start_run
 from ..events import (
@@ -225,6 +226,10 @@ class _Run:
                 self.failure = exc
                 log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
             await close_run(self)
+            if isinstance(exc, BaseExceptionGroup):
+                # from a nursery of the application's own (a tool's, a hook's, a stream's),
+                # its cancellation or a KeyboardInterrupt in one of its tasks: plain
+                raise plain_exception(exc) from None
             raise
         if self.failure is not None:
             await close_run(self)
