@@ -294,3 +294,25 @@ async def test_a_hooks_group_with_a_keyboard_interrupt_reaches_the_caller_plain(
     with pytest.raises(KeyboardInterrupt):
         await agent.prompt("go")
     assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+
+
+# --- agent.events(): what comes out of prompt() comes out of the block -------------------------
+
+
+async def test_a_keyboard_interrupt_is_not_lost_leaving_an_events_block_after_a_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The deadline aborts the run; a Ctrl-C lands in the close-out (a listener raises it on
+    # agent_end), so prompt() raises KeyboardInterrupt with the deadline's cancellation
+    # pending. Leaving the events() block must not checkpoint: the Cancelled it raised took
+    # the KeyboardInterrupt's place, and the deadline's scope swallowed it.
+    agent = make_agent([sleeps(10), faux.assistant_message("never")])
+
+    def interrupts(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.AgentEnd):
+            raise KeyboardInterrupt
+
+    agent.subscribe(interrupts)
+    with pytest.raises(KeyboardInterrupt), trio.move_on_after(1):
+        async with agent.events():
+            await agent.prompt("go")

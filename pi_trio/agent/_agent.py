@@ -285,12 +285,13 @@ class Agent:
         subscriptions = self._delivery.subscriptions
         subscriptions.append(subscription)
         try:
-            async with subscription.receive:
-                yield subscription.receive
+            yield subscription.receive
         finally:
             if subscription in subscriptions:
                 subscriptions.remove(subscription)
-            subscription.close()
+            # not ``async with``: its checkpoint would turn an exception on its way out (a
+            # KeyboardInterrupt) into a pending deadline's Cancelled, which then swallows it
+            subscription.receive.close()
 
     # --- runs --------------------------------------------------------------------------------
 
