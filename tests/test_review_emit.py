@@ -14,6 +14,7 @@ import trio
 import trio.testing
 
 import pi_trio as pt
+from pi_trio._groups import only_cancelled, plain_exception
 
 from .grammar import check_events
 from .support import faux, make_agent, sleeps
@@ -316,3 +317,47 @@ async def test_a_keyboard_interrupt_is_not_lost_leaving_an_events_block_after_a_
     with pytest.raises(KeyboardInterrupt), trio.move_on_after(1):
         async with agent.events():
             await agent.prompt("go")
+
+
+# --- only_cancelled / plain_exception on groups from real nested nurseries ----------------------
+
+
+async def _nested_nursery_group(interrupt: bool) -> BaseExceptionGroup[BaseException]:
+    """What two levels of nurseries raise when an outer scope is cancelled while they run
+    (and, with ``interrupt``, one inner task raises KeyboardInterrupt as it is cancelled)."""
+
+    async def inner_task(raises: bool) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            if raises:
+                raise KeyboardInterrupt
+
+    async def middle(raises: bool) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(inner_task, False)
+            nursery.start_soon(inner_task, raises)
+
+    with trio.CancelScope() as scope:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(middle, False)
+                nursery.start_soon(middle, interrupt)
+                await trio.testing.wait_all_tasks_blocked()
+                scope.cancel()
+        except BaseExceptionGroup as group:
+            return group
+    raise AssertionError("no group")
+
+
+async def test_a_keyboard_interrupt_two_nurseries_down_is_not_taken_for_a_cancellation() -> None:
+    group = await _nested_nursery_group(interrupt=True)
+    assert only_cancelled(group) is None
+    assert isinstance(plain_exception(group), KeyboardInterrupt)
+
+
+async def test_a_cancellation_two_nurseries_down_is_one_plain_cancelled() -> None:
+    group = await _nested_nursery_group(interrupt=False)
+    cancelled = only_cancelled(group)
+    assert isinstance(cancelled, trio.Cancelled)
+    assert plain_exception(group) is cancelled
