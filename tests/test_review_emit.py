@@ -130,7 +130,7 @@ async def test_a_listener_raising_at_once_on_one_end_keeps_a_runnable_sibling_ou
 
     async def held(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         await gate.wait()
-        return pt.ToolResult([pt.TextContent("held")])
+        raise ValueError("held failed")
 
     async def quick(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         await trio.sleep(1)  # held's task is parked on the gate by then
@@ -164,6 +164,10 @@ async def test_a_listener_raising_at_once_on_one_end_keeps_a_runnable_sibling_ou
         assert _ends(log) == ["c1", "c2"]
     assert first == second
     assert check_events(second) == []
+    # the sibling's end, sent by the close-out, is the one its task built: duration and error
+    end = [e for e in second if isinstance(e, pt.ToolExecutionEnd)][1]
+    assert isinstance(end.error, ValueError) and end.duration_ms is not None
+    assert end.result.content[0].text == "ValueError: held failed"  # type: ignore[union-attr]
 
 
 async def test_a_progress_update_cut_short_by_its_tools_timeout_leaves_the_batch_going(

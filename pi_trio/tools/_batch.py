@@ -103,6 +103,7 @@ class _Slot:
     error: BaseException | None = None  # the exception its error result comes from
     ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
     scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
+    end: ToolExecutionEnd | None = None  # its end event, built (the close-out sends it if unsent)
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -257,7 +258,10 @@ class ToolBatch:
                     events.append(ToolExecutionStart(call.id, call.name, call.arguments))
             if not slot.ended:
                 slot.ended = True
-                events.append(ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error))
+                end = slot.end  # built but never applied (its task was cancelled first)
+                if end is None:
+                    end = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
+                events.append(end)
         messages = [self._message(slot) for slot in self._slots if not slot.written]
         return events, messages
 
@@ -417,6 +421,7 @@ class ToolBatch:
             event.duration_ms = (self._now() - slot.started_at) * 1000.0
         if slot.error is not None:
             event.error = slot.error
+        slot.end = event
         serializer = self._serializer
         if serializer is None:
             slot.mark_ended()
