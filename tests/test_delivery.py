@@ -292,6 +292,9 @@ import os, signal, sys, trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+# a suite started in the background inherits an ignored SIGINT: this test needs Ctrl-C's default
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
 
 async def nap(tool_call_id, params, on_update):
