@@ -194,12 +194,14 @@ def _message_data(message: Any) -> Any:
 
 
 def scalar(value: Any) -> str:
-    """``dumps(value)``, short-cut for the strings and booleans of a tool result's fields."""
+    """``dumps(value)``, short-cut for the strings, booleans and integers of a tool result."""
     cls = value.__class__
     if cls is str:
         return encode_string(value)
     if cls is bool:
         return "true" if value else "false"
+    if cls is int:
+        return int.__repr__(value)
     return dumps(value)
 
 
