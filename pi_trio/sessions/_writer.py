@@ -10,10 +10,11 @@ in one go: appends of many sessions become one transaction (group commit).
 The way back: the thread marks the requests done and writes one byte to a socket that a task
 waiting for a result watches with ``trio.lowlevel.wait_readable`` (one task at a time, the
 *reader*: it hands every finished request to its waiting caller, and passes the watch on when
-its own is done). Measured here that costs half of ``TrioToken.run_sync_soon``'s way back (a
-hop ~42 µs instead of ~75 µs, 32 µs instead of 56 µs of the Trio thread's CPU), because the
-woken task runs in the same scheduler pass instead of after Trio's own wake-up task. Nothing
-spins: an idle store is a thread blocked on a queue and a socket nobody writes to.
+its own is done). That is cheaper than ``TrioToken.run_sync_soon``'s way back (measured here
+back to back, a bare hop ~86 instead of ~104 µs under load, ~42 instead of ~75 µs when
+quiet), because the woken task runs in the same scheduler pass instead of one pass after
+Trio's own wake-up task. Nothing spins: an idle store is a thread blocked on a queue and a
+socket nobody writes to.
 
 Cancellation: a request, once queued, is not abandoned. The caller waits for its outcome even
 when cancelled (the cancellation is delivered at the caller's next checkpoint), so a write
