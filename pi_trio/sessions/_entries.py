@@ -28,16 +28,19 @@ Kinds and their ``data``:
 from __future__ import annotations
 
 import json
+import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 
 from .._errors import SessionLogError, WireFormatError
-from ..messages import AgentMessage
+from ..events import ToolExecutionEnd, ToolResult
+from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
-from ._fast import fast_message
+from ._backend import Row
+from ._fast import content_json, fast_message, is_plain_json, message_json
 
 __all__ = [
     "ENTRY_KINDS",
@@ -47,9 +50,18 @@ __all__ = [
     "QueueName",
     "SessionEntry",
     "dumps",
+    "encode",
+    "encode_or_stand_in",
+    "encode_string",
     "entry_error",
     "read_message",
+    "result_message_text",
+    "result_pieces",
+    "result_text",
+    "scalar",
 ]
+
+logger = logging.getLogger("pi_trio.sessions")
 
 FORMAT_VERSION: Final = 1
 """The version of the entry format this pi_trio writes and reads (newer ones are refused)."""
@@ -101,12 +113,18 @@ class SessionEntry:
 
 @attrs.define
 class Note:
-    """An entry noted by a recorder and not yet committed: its payload is encoded at flush."""
+    """An entry noted by a recorder and not yet committed: its payload is encoded at flush.
+
+    ``text``, when set, is the entry's data already encoded (a tool-result message that is
+    exactly its logged ``tool_result``); ``encoded`` is the data text the last flush wrote.
+    """
 
     seq: int
     kind: EntryKind
     payload: Any
     time: int
+    text: str | None = None
+    encoded: str | None = None
 
 
 def _default(value: Any) -> Any:
@@ -121,6 +139,29 @@ def _default(value: Any) -> Any:
 _ENCODER: Final = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, default=_default, allow_nan=False
 )
+# The C encoder that JSONEncoder.encode builds on every call, built once (a few µs a call on
+# this per-entry path): the same settings, without the circular-reference check, whose
+# markers would be state shared between calls (a self-containing value recurses until
+# RecursionError instead, which the recorder reports the way it reports any unencodable one).
+_C_ENCODER: Final = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if getattr(json.encoder, "c_make_encoder", None) is not None
+    else None
+)
+
+
+encode_string: Final[Callable[[str], str]] = json.encoder.encode_basestring
+"""``dumps(text)`` for a ``str`` (its JSON string, non-ASCII kept as is)."""
+
+
+def _encode_plain(payload: Any) -> str:
+    if _C_ENCODER is None:
+        return _ENCODER.encode(payload)
+    if isinstance(payload, str):
+        return encode_string(payload)  # what encode() does for a bare str
+    return "".join(_C_ENCODER(payload, 0))
 
 
 def dumps(payload: Any) -> str:
@@ -129,9 +170,9 @@ def dumps(payload: Any) -> str:
     NaN and the infinities become ``null``, as ``JSON.stringify`` writes them (JSON has no
     such numbers, and the reader refuses them)."""
     try:
-        return _ENCODER.encode(payload)
+        return _encode_plain(payload)
     except ValueError:  # a non-finite float somewhere: the slow path, rarely taken
-        return _ENCODER.encode(_finite(payload))
+        return _encode_plain(_finite(payload))
 
 
 def _finite(value: Any) -> Any:
@@ -142,6 +183,127 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(item) for item in value]
     return value
+
+
+# --- encoding noted entries ----------------------------------------------------------------
+
+
+def _message_data(message: Any) -> Any:
+    data = message_json(message)  # the common shapes, without cattrs (see _fast)
+    return to_json(message) if data is None else data
+
+
+def scalar(value: Any) -> str:
+    """``dumps(value)``, short-cut for the strings, booleans and integers of a tool result."""
+    cls = value.__class__
+    if cls is str:
+        return encode_string(value)
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is int:
+        return int.__repr__(value)
+    return dumps(value)
+
+
+def result_pieces(
+    call_id: Any, name: Any, content: Any, details: Any, is_error: Any
+) -> tuple[str, str, str, str, str, bool]:
+    """The texts of a tool result's fields (call id, tool name, content, details, is_error),
+    and whether content and details both took the fast writer (so that a message holding
+    them is written the same way as ``to_json`` writes it)."""
+    blocks = content_json(content)
+    plain = is_plain_json(details)
+    return (
+        scalar(call_id),
+        scalar(name),
+        dumps(to_json(content) if blocks is None else blocks),
+        dumps(details if plain else to_json(details)),
+        scalar(is_error),
+        blocks is not None and plain,
+    )
+
+
+def result_text(pieces: tuple[str, str, str, str, str, bool]) -> str:
+    """A ``tool_result`` entry's data text: what ``dumps`` writes for the whole object (JSON
+    objects compose, so the pieces are encoded one by one and joined with its separators)."""
+    call_id, name, content, details, is_error, _ = pieces
+    return (
+        f'{{"toolCallId":{call_id},"toolName":{name},"content":{content},'
+        f'"details":{details},"isError":{is_error}}}'
+    )
+
+
+def encode(note: Note) -> Row:
+    """A noted entry's row: ``(seq, kind, data text, time, version)``."""
+    kind, payload = note.kind, note.payload
+    text = note.text
+    if text is not None:
+        return (note.seq, kind, text, note.time, FORMAT_VERSION)
+    data: Any
+    if kind == "message":
+        data = _message_data(payload)
+    elif kind == "tool_result":
+        event: ToolExecutionEnd = payload
+        result = event.result
+        text = result_text(
+            result_pieces(
+                event.tool_call_id, event.tool_name, result.content, result.details, event.is_error
+            )
+        )
+        return (note.seq, kind, text, note.time, FORMAT_VERSION)
+    elif kind == "tool_intent":
+        call: ToolCall = payload
+        data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
+    elif kind == "queued":
+        queue, message, inbox = payload
+        data = {"queue": queue, "message": _message_data(message)}
+        if inbox is not None:
+            data["inbox"] = inbox  # the store.enqueue() row it was moved from
+    elif kind == "transcript":
+        data = {"messages": [_message_data(message) for message in payload]}
+    else:
+        data = payload
+    return (note.seq, kind, dumps(data), note.time, FORMAT_VERSION)
+
+
+def encode_or_stand_in(session_id: str, note: Note) -> Row:
+    """``encode(note)``; a tool result or message pi's JSON cannot hold (details nested too
+    deep, say) is logged with ``details`` saying why, instead of blocking every later commit."""
+    try:
+        return encode(note)
+    except Exception as exc:  # WireFormatError, RecursionError, a __str__ that raises...
+        why = f"not storable in the session log: {type(exc).__name__}: {exc}"
+        logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
+        payload = note.payload
+        if isinstance(payload, ToolExecutionEnd):
+            result = ToolResult(payload.result.content, details={"unstorable": why})
+            payload = attrs.evolve(payload, result=result)
+        elif isinstance(payload, ToolResultMessage):
+            payload = attrs.evolve(payload, details={"unstorable": why})
+        else:
+            raise
+        try:
+            return encode(attrs.evolve(note, payload=payload, text=None))
+        except Exception:  # the content too: only the text says what happened
+            text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
+            if isinstance(payload, ToolExecutionEnd):
+                payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
+            else:
+                payload = attrs.evolve(payload, content=text)
+            return encode(attrs.evolve(note, payload=payload, text=None))
+
+
+def result_message_text(
+    pieces: tuple[str, str, str, str, str, bool], timestamp: Any, has_details: bool
+) -> str:
+    """The data text of the toolResult message made of ``pieces`` (see :func:`result_pieces`;
+    only when both took the fast writer): what encoding the message itself writes."""
+    call_id, name, content, details, is_error, _ = pieces
+    tail = f',"details":{details}' if has_details else ""  # omitted while None, and last
+    return (
+        f'{{"role":"toolResult","toolCallId":{call_id},"toolName":{name},'
+        f'"content":{content},"isError":{is_error},"timestamp":{scalar(timestamp)}{tail}}}'
+    )
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:

@@ -25,7 +25,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from .._errors import SessionBusyError
@@ -36,13 +35,10 @@ from ..events import (
     MessageEnd,
     MessageUpdate,
     ToolExecutionEnd,
-    ToolResult,
 )
 from ..messages import (
     AgentMessage,
     AssistantMessage,
-    ImageContent,
-    TextContent,
     ToolCall,
     ToolResultMessage,
     now_ms,
@@ -50,8 +46,16 @@ from ..messages import (
 from ..models import Model
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 from ..wire import to_json
-from ._backend import Lease, Row, SessionBackend
-from ._entries import FORMAT_VERSION, EntryKind, Note, QueueName, dumps
+from ._backend import Lease, SessionBackend
+from ._entries import (
+    EntryKind,
+    Note,
+    QueueName,
+    encode_or_stand_in,
+    result_message_text,
+    result_pieces,
+    result_text,
+)
 
 if TYPE_CHECKING:
     from ..agent import Agent, AgentState
@@ -83,60 +87,12 @@ def _queue_name(kind: str) -> QueueName:
     return "steer" if kind == "steer" else "followUp"
 
 
-def _encode(note: Note) -> Row:
-    kind, payload = note.kind, note.payload
-    data: Any
-    if kind == "message":
-        data = to_json(payload)
-    elif kind == "tool_result":
-        event: ToolExecutionEnd = payload
-        data = {
-            "toolCallId": event.tool_call_id,
-            "toolName": event.tool_name,
-            "content": to_json(event.result.content),
-            "details": to_json(event.result.details),
-            "isError": event.is_error,
-        }
-    elif kind == "tool_intent":
-        call: ToolCall = payload
-        data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
-    elif kind == "queued":
-        queue, message, inbox = payload
-        data = {"queue": queue, "message": to_json(message)}
-        if inbox is not None:
-            data["inbox"] = inbox  # the store.enqueue() row it was moved from
-    elif kind == "transcript":
-        data = {"messages": [to_json(message) for message in payload]}
-    else:
-        data = payload
-    return (note.seq, kind, dumps(data), note.time, FORMAT_VERSION)
-
-
-def _encode_or_stand_in(session_id: str, note: Note) -> Row:
-    """``_encode(note)``; a tool result or message pi's JSON cannot hold (details nested too
-    deep, say) is logged with ``details`` saying why, instead of blocking every later commit."""
-    try:
-        return _encode(note)
-    except Exception as exc:  # WireFormatError, RecursionError, a __str__ that raises...
-        why = f"not storable in the session log: {type(exc).__name__}: {exc}"
-        logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
-        payload = note.payload
-        if isinstance(payload, ToolExecutionEnd):
-            result = ToolResult(payload.result.content, details={"unstorable": why})
-            payload = attrs.evolve(payload, result=result)
-        elif isinstance(payload, ToolResultMessage):
-            payload = attrs.evolve(payload, details={"unstorable": why})
-        else:
-            raise
-        try:
-            return _encode(attrs.evolve(note, payload=payload))
-        except Exception:  # the content too: only the text says what happened
-            text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
-            if isinstance(payload, ToolExecutionEnd):
-                payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
-            else:
-                payload = attrs.evolve(payload, content=text)
-            return _encode(attrs.evolve(note, payload=payload))
+def _tool_named(tools: Sequence[Any], name: str) -> Any:
+    """The tool the loop runs for ``name`` (the last of that name, as a dict by name keeps)."""
+    for tool in reversed(tools):
+        if tool.name == name:
+            return tool
+    return None
 
 
 class SessionRecorder:
@@ -174,10 +130,8 @@ class SessionRecorder:
         """Log intents with their assistant message (set when no ``before_tool_call`` hook of
         the application's runs; see :meth:`_note_early_intents`)."""
         self._early: set[str] = set()
-        # tool_result notes by call id, until their result message ends (see _rebuildable),
-        # and the JSON each was committed with (by seq)
+        # tool_result notes by call id, until their result message ends (see _rebuildable)
         self._results: dict[str, Note] = {}
-        self._result_rows: dict[int, str] = {}
         self.from_inbox: int | None = None
         """Set while an inbox row is queued (see ``pull_inbox``): its ``queued`` entry names
         the row, and the commit that logs it deletes the row."""
@@ -220,11 +174,15 @@ class SessionRecorder:
                 if not waiting:
                     del self._queued[id(message)]
                 self.note("drained", {"queue": queue, "ref": ref})
-            elif type(message) is ToolResultMessage and self._rebuildable(message):
-                self.note("message", message)  # durable through its tool_result: no flush
-                self._count += 1
-                self._last = message
-                return False
+            elif type(message) is ToolResultMessage:
+                rebuilt, text = self._rebuildable(message)
+                if rebuilt:  # durable through its tool_result: no flush
+                    seq = self._next_seq
+                    self._next_seq = seq + 1
+                    self._pending.append(Note(seq, "message", message, _now(), text))
+                    self._count += 1
+                    self._last = message
+                    return False
             self.note("message", message)
             self._count += 1
             self._last = message
@@ -245,27 +203,35 @@ class SessionRecorder:
             return True
         return False
 
-    def _rebuildable(self, message: ToolResultMessage) -> bool:
-        """True when a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
+    def _rebuildable(self, message: ToolResultMessage) -> tuple[bool, str | None]:
+        """Whether a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
         loader turns a logged result without its message into the message; see
         ``_logged_result``): then the message needs no commit of its own before its end.
         Compared as committed JSON, so a result changed after its entry was written (a
-        ``details`` dict shared between calls) does not count as rebuilt."""
+        ``details`` dict shared between calls) does not count as rebuilt.
+
+        Also the message's own entry text when it comes from the same pieces (the content and
+        details texts just compared), so its entry is not encoded a second time."""
         note = self._results.pop(message.tool_call_id, None)
         if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
-            return False
-        committed = self._result_rows.pop(note.seq, None)
-        end = ToolExecutionEnd(
-            message.tool_call_id,
-            message.tool_name,
-            ToolResult(message.content, message.details),
-            message.is_error,
-        )
+            return False, None
+        committed = note.encoded
         try:
-            now = _encode(Note(note.seq, "tool_result", end, note.time))[2]
+            pieces = result_pieces(
+                message.tool_call_id,
+                message.tool_name,
+                message.content,
+                message.details,
+                message.is_error,
+            )
         except Exception:  # not encodable as it stands: let the flush deal with it
-            return False
-        return committed is not None and now == committed
+            return False, None
+        if committed is None or result_text(pieces) != committed:
+            return False, None
+        if not pieces[5]:
+            return True, None
+        own = result_message_text(pieces, message.timestamp, message.details is not None)
+        return True, own
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.
@@ -283,15 +249,15 @@ class SessionRecorder:
         calls = message.tool_calls
         if not calls:
             return
-        tools = {tool.name: tool for tool in self.agent.state.tools}
-        batch = [tools.get(call.name) for call in calls]
+        tools = self.agent.state.tools
+        batch = [_tool_named(tools, call.name) for call in calls]  # no dict per message
         sequential = self.agent.tool_execution == "sequential" or any(
             tool is not None and tool.execution_mode == "sequential" for tool in batch
         )
         # the calls that start at once: one in a sequential batch, at most max_parallel_tools
         # (calls start in source order as slots free up) in a parallel one
         limit = 1 if sequential else (getattr(self.agent, "max_parallel_tools", None) or len(calls))
-        for call, tool in list(zip(calls, batch, strict=True))[:limit]:
+        for call, tool in zip(calls[:limit], batch, strict=False):
             if tool is not None:
                 self.note("tool_intent", call)
                 self._early.add(call.id)
@@ -306,7 +272,6 @@ class SessionRecorder:
 
     def _run_start(self) -> None:
         self._results.clear()  # a result whose message never ended (a failed close-out)
-        self._result_rows.clear()
         agent = self.agent
         if agent is not None:
             state = agent.state
@@ -390,11 +355,16 @@ class SessionRecorder:
                 return
             done = self._writing = trio.Event()
             try:
-                rows = [_encode_or_stand_in(self.session_id, note) for note in notes]
-                for note, row in zip(notes, rows, strict=True):
-                    if note.kind == "tool_result" and note.payload.tool_call_id in self._results:
-                        self._result_rows[note.seq] = row[2]
-                inbox = [n.payload[2] for n in notes if n.kind == "queued" and n.payload[2]]
+                rows = []
+                inbox = []
+                for note in notes:
+                    row = encode_or_stand_in(self.session_id, note)
+                    rows.append(row)
+                    kind = note.kind
+                    if kind == "tool_result":
+                        note.encoded = row[2]  # what _rebuildable compares with
+                    elif kind == "queued" and note.payload[2]:
+                        inbox.append(note.payload[2])
                 if inbox:
                     await self._backend.append(self._lease, rows, inbox)
                 else:

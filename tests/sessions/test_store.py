@@ -238,3 +238,30 @@ async def test_a_block_left_by_a_cancellation_still_commits_what_was_noted(
                 await trio.sleep_forever()
         async with store.open_agent("s") as agent:
             assert agent.has_queued_messages()
+
+
+@pytest.mark.parametrize("count", [3, 70], ids=["as-parameters", "as-json"])
+async def test_a_commit_of_any_size_checks_the_lease(tmp_path: Path, count: int) -> None:
+    # up to _VALUES_ROWS rows are bound as parameters, more go as one JSON array: both keep
+    # only the rows of a lease that is still the session's
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        backend = store.backend
+        first = await backend.acquire("s", new_holder("one"))
+        assert not isinstance(first, str)
+        batch = [(seq, "run_start", f'{{"n":{seq}}}', seq, 1) for seq in range(1, count + 1)]
+        await backend.append(first, batch)
+        await backend.release(first)
+        second = await backend.acquire("s", new_holder("two"))
+        assert not isinstance(second, str) and second.last_seq == count
+        later = [
+            (seq + count, kind, data, time, version) for seq, kind, data, time, version in batch
+        ]
+        with pytest.raises(pt.SessionBusyError, match="lost it"):
+            await backend.append(first, later)
+        await backend.append(second, later)
+        entries = await store.load("s")
+        assert [(e.seq, e.epoch) for e in entries] == [
+            (seq, 1 if seq <= count else 2) for seq in range(1, 2 * count + 1)
+        ]
+        assert entries[-1].data == {"n": count}
+        await backend.release(second)
