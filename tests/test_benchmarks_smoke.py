@@ -114,3 +114,17 @@ def test_the_command_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     assert s3["impls"]["floor"]["checks"] == {"violations": 0, "leaks": 0}
     assert s3["ratios"]["abort_to_idle_ms"]["floor"] > 0
     assert s3["ratios"]["abort_to_idle_ms"]["reference"] is None
+
+
+def test_the_abort_path_breakdown_names_every_step() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.abort_path", "--runs", "60"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    steps = ["tool 1 cancelled", "tool 3 cancelled", "closing events built", "idle"]
+    for label in ["pi_trio", "floor", *steps]:
+        assert label in done.stdout, (label, done.stdout)
