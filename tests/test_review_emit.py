@@ -26,6 +26,18 @@ def _ends(log: list[pt.AgentEvent]) -> list[str]:
     return [e.tool_call_id for e in log if isinstance(e, pt.ToolExecutionEnd)]
 
 
+def _quick_and_held(quick: Any, held: Any) -> pt.Agent:
+    """An agent whose one answer calls tools "quick" (c1) and "held" (c2) in parallel."""
+    tools = [
+        pt.AgentTool("quick", "q", "q", {"type": "object"}, quick),
+        pt.AgentTool("held", "h", "h", {"type": "object"}, held),
+    ]
+    message = faux.assistant_message(
+        [faux.tool_call("quick", {}, id="c1"), faux.tool_call("held", {}, id="c2")]
+    )
+    return make_agent([message, faux.assistant_message("never")], tools)
+
+
 @pytest.mark.parametrize("interrupted", ["call_1", "call_2"])
 async def test_a_keyboard_interrupt_on_one_end_keeps_the_other_ends_delivered_once(
     interrupted: str, autojump_clock: trio.testing.MockClock
@@ -82,14 +94,7 @@ async def _abort_while_a_sibling_returns() -> tuple[list[pt.AgentEvent], list[pt
     async def quick(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         return pt.ToolResult([pt.TextContent("quick")])
 
-    tools = [
-        pt.AgentTool("quick", "q", "q", {"type": "object"}, quick),
-        pt.AgentTool("held", "h", "h", {"type": "object"}, held),
-    ]
-    message = faux.assistant_message(
-        [faux.tool_call("quick", {}, id="c1"), faux.tool_call("held", {}, id="c2")]
-    )
-    agent = make_agent([message, faux.assistant_message("never")], tools)
+    agent = _quick_and_held(quick, held)
     first: list[pt.AgentEvent] = []
     second: list[pt.AgentEvent] = []
 
@@ -136,14 +141,7 @@ async def test_a_listener_raising_at_once_on_one_end_keeps_a_runnable_sibling_ou
         await trio.sleep(1)  # held's task is parked on the gate by then
         return pt.ToolResult([pt.TextContent("quick")])
 
-    tools = [
-        pt.AgentTool("quick", "q", "q", {"type": "object"}, quick),
-        pt.AgentTool("held", "h", "h", {"type": "object"}, held),
-    ]
-    message = faux.assistant_message(
-        [faux.tool_call("quick", {}, id="c1"), faux.tool_call("held", {}, id="c2")]
-    )
-    agent = make_agent([message, faux.assistant_message("never")], tools)
+    agent = _quick_and_held(quick, held)
     first: list[pt.AgentEvent] = []
     second: list[pt.AgentEvent] = []
     raised = False
