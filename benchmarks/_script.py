@@ -38,7 +38,9 @@ def final_answer(value: str = FINAL_TEXT) -> pt.AssistantMessage:
 def scripted(
     answers: list[pt.AssistantMessage], chunker: faux.Chunker | None = None
 ) -> faux.FauxModel:
-    return faux.FauxModel(answers, chunker=chunker or faux.in_pieces(TEXT_PIECES), token_delay=0.0)
+    # like the Node reference's scripted stream, it keeps no record of the requests
+    pieces = chunker or faux.in_pieces(TEXT_PIECES)
+    return faux.FauxModel(answers, chunker=pieces, token_delay=0.0, record_calls=False)
 
 
 _OK = pt.ToolResult([pt.TextContent("ok")], details={})

@@ -103,6 +103,46 @@ async def test_factory_sees_context_and_call_index() -> None:
     assert scripted.calls[1].context is ctx
 
 
+async def test_without_a_record_the_calls_are_counted_and_indexed_all_the_same() -> None:
+    seen: list[int] = []
+
+    def answer(context: pt.Context, options: pt.StreamOptions, index: int) -> pt.AssistantMessage:
+        seen.append(index)
+        return faux.assistant_message(f"call {index}")
+
+    scripted = faux.FauxModel([answer, answer, answer], record_calls=False)
+    for _ in range(3):
+        events = await _collect(scripted)
+    assert (seen, scripted.call_count, scripted.calls) == ([0, 1, 2], 3, [])
+    assert events[-1].message.content[0].text == "call 2"
+
+
+async def test_the_script_is_taken_in_order_and_let_go_of_once_taken() -> None:
+    import gc
+    import weakref
+
+    first, second, third = (faux.assistant_message(text) for text in ("one", "two", "three"))
+    scripted = faux.FauxModel([first, second])
+    scripted.append_responses([third])
+    assert scripted.pending_count == 3
+    gone = weakref.ref(first)
+    texts = []
+    del first
+    for left in (2, 1, 0):
+        events = await _collect(scripted)
+        texts.append(events[-1].message.content[0].text)
+        assert scripted.pending_count == left
+        gc.collect()
+        assert gone() is None  # the model holds no step it has already answered with
+    assert texts == ["one", "two", "three"]
+    scripted.set_responses([second, third])
+    assert scripted.pending_count == 2
+    assert (await _collect(scripted))[-1].message.content[0].text == "two"
+    scripted.set_responses([])
+    assert scripted.pending_count == 0
+    assert (await _collect(scripted))[0].error.error_message == faux.NO_MORE_RESPONSES
+
+
 async def test_token_delay_is_paced_by_the_trio_clock(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

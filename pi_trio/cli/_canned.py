@@ -74,12 +74,12 @@ class CannedModel:
     """A stream function answering every request with :func:`answer`, streamed word by word."""
 
     def __init__(self, *, token_delay: float = 0.0) -> None:
-        self._faux = faux.FauxModel(token_delay=token_delay)
+        # a long-lived server must not keep every request
+        self._faux = faux.FauxModel(token_delay=token_delay, record_calls=False)
         self.model: Model = self._faux.model
 
     def __call__(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        self._faux.calls.clear()  # a long-lived server must not keep every request
         self._faux.append_responses([answer])
         return self._faux(model, context, options)

@@ -19,7 +19,6 @@ emits nothing more: building the aborted message is the loop's job.
 
 from __future__ import annotations
 
-import collections
 import functools
 import inspect
 import itertools
@@ -191,6 +190,11 @@ class FauxModel:
     ``responses`` is a list (or any collection), taken in order, or an iterator or generator,
     taken lazily one step per call (``itertools.repeat(step)`` answers forever); steps of an
     iterator are not counted by :attr:`pending_count` until taken.
+
+    Every request is kept in :attr:`calls` (its model, context and options), for tests to
+    look at. ``record_calls=False`` keeps only the count (:attr:`call_count`): a scripted
+    model that answers for a long time, or one per agent among thousands (the benchmarks),
+    then holds no request's context.
     """
 
     def __init__(
@@ -200,12 +204,18 @@ class FauxModel:
         model: Model | None = None,
         chunker: Chunker = by_words,
         token_delay: float = 0.0,
+        record_calls: bool = True,
     ) -> None:
         self.model: Model = model or get_model("faux", "faux-1")
         self.chunker = chunker
         self.token_delay = token_delay
         self.calls: list[FauxCall] = []
-        self._pending: collections.deque[FauxResponse] = collections.deque()
+        self.record_calls = record_calls
+        self._count = 0  # requests received (recorded in calls or not)
+        # the script, and the index of its next step (a taken step's slot is cleared): a list
+        # costs a tenth of a deque's memory for a short script, which matters per agent
+        self._pending: list[FauxResponse | None] = []
+        self._next = 0
         self._lazy: Iterator[FauxResponse] | None = None
         self.append_responses(responses)
         # the shared cache of ``chunker``'s pieces (None: not one of ours, cut every time)
@@ -213,7 +223,7 @@ class FauxModel:
         self._pieces_by_text: dict[str, tuple[str, ...]] | None = _PIECES.get(chunker)
 
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
-        self._pending, self._lazy = collections.deque(), None
+        self._pending, self._next, self._lazy = [], 0, None
         self.append_responses(responses)
 
     def append_responses(self, responses: Iterable[FauxResponse]) -> None:
@@ -225,8 +235,17 @@ class FauxModel:
             self._lazy = iter(responses)
 
     def _next_step(self) -> FauxResponse | None:
-        if self._pending:
-            return self._pending.popleft()
+        pending = self._pending
+        index = self._next
+        if index < len(pending):
+            step = pending[index]
+            if index + 1 == len(pending):  # the script is used up: drop the cleared slots
+                pending.clear()
+                self._next = 0
+            else:
+                pending[index] = None
+                self._next = index + 1
+            return step
         if self._lazy is not None:
             step = next(self._lazy, None)
             if step is None:
@@ -236,11 +255,12 @@ class FauxModel:
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        return len(self._pending) - self._next
 
     @property
     def call_count(self) -> int:
-        return len(self.calls)
+        """Requests received so far (also when ``record_calls`` is off)."""
+        return self._count
 
     def __call__(
         self, model: Model, context: Context, options: StreamOptions
@@ -251,8 +271,10 @@ class FauxModel:
         self, model: Model, context: Context, options: StreamOptions
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         """Take the next step of the script (at call time, like pi) and stream it."""
-        index = len(self.calls)
-        self.calls.append(FauxCall(model, context, options))
+        index = self._count
+        self._count = index + 1
+        if self.record_calls:
+            self.calls.append(FauxCall(model, context, options))
         step = self._next_step()
         return aclosing(self._generate(step, model, context, options, index))
 
