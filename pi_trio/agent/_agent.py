@@ -136,7 +136,7 @@ class Agent:
         check_settings(self)
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
-        self._outer_nurseries: frozenset[trio.Nursery] = frozenset()
+        self._outer_nurseries: tuple[trio.Nursery, ...] = ()
         self._idle: trio.Event | None = None
 
     # --- state and queues --------------------------------------------------------------------
@@ -403,10 +403,13 @@ class Agent:
             RuntimeError: called from inside the run (a listener, a hook, a tool): the run
                 would wait for itself.
         """
-        idle = self._idle
-        if idle is not None and self._scope is not None:
+        if self._scope is not None:
             if self._inside_run():
                 raise RuntimeError("wait_for_idle() called from inside the run it waits for")
+            # made by the first waiter: a run nobody waits for allocates no Event
+            idle = self._idle
+            if idle is None:
+                idle = self._idle = trio.Event()
             await idle.wait()
         else:
             await trio.lowlevel.checkpoint()
@@ -427,8 +430,7 @@ class Agent:
         config = loop_config(self, skip_initial_steering_poll)
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
-        self._outer_nurseries = frozenset(self._run_task.child_nurseries)
-        self._idle = trio.Event()
+        self._outer_nurseries = tuple(self._run_task.child_nurseries)  # usually ()
         task_status.started()
         state.begin_run()
         delivery = self._delivery
@@ -448,7 +450,9 @@ class Agent:
                 await self._final_flush(delivery.recorder)
             self._scope = None
             self._run_task = None
-            self._idle.set()
+            idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.set()
 
     async def _final_flush(self, recorder: Recorder) -> None:
         """Whatever the recorder noted without needing it durable at once (agent_end, say)

@@ -78,15 +78,7 @@ class Queues:
 
     def drainer(self, kind: QueueKind) -> Callable[[], list[AgentMessage]]:
         """The loop's poll of that queue (reports what it took)."""
-        inbox = self.inbox(kind)
-
-        def drain() -> list[AgentMessage]:
-            taken = inbox.drain()
-            if taken:
-                self._notify(kind, "drained")
-            return taken
-
-        return drain
+        return _Drain(self, kind)
 
     def pollers(self, *, skip_first_steering_poll: bool = False) -> tuple[GetMessages, GetMessages]:
         """The loop's ``get_steering_messages`` and ``get_follow_up_messages`` for one run.
@@ -95,18 +87,8 @@ class Queues:
         before a run can take it. ``skip_first_steering_poll``: the run's first steering poll
         takes nothing (``continue_()`` already took its prompt from that queue).
         """
-        skip = skip_first_steering_poll
-        drain_steering = self.drainer("steer")
-
-        def get_steering_messages() -> list[AgentMessage]:
-            nonlocal skip
-            if skip:
-                skip = False
-                return []
-            return drain_steering()
-
-        get_steering: GetMessages = get_steering_messages
-        get_follow_ups: GetMessages = self.drainer("follow_up")
+        get_steering: GetMessages = _Drain(self, "steer", skip_first=skip_first_steering_poll)
+        get_follow_ups: GetMessages = _Drain(self, "follow_up")
         recorder = self._delivery.recorder
         if recorder is not None:
             get_steering = _flushed_first(recorder, self.inbox("steer"), get_steering)
@@ -117,6 +99,29 @@ class Queues:
         delivery = self._delivery
         if delivery.subscriptions:
             delivery.offer(QueueUpdate(kind, change, self.inbox(kind).snapshot()))
+
+
+class _Drain:
+    """One queue's poll: takes what the inbox gives (reports it), or nothing the first time
+    when ``skip_first``. An object, not a closure: one allocation per run instead of a
+    function, its cells and its closure tuple (a run of each of thousands of agents holds two)."""
+
+    __slots__ = ("_inbox", "_kind", "_queues", "_skip")
+
+    def __init__(self, queues: Queues, kind: QueueKind, *, skip_first: bool = False) -> None:
+        self._queues = queues
+        self._kind: QueueKind = kind
+        self._inbox = queues.inbox(kind)
+        self._skip = skip_first
+
+    def __call__(self) -> list[AgentMessage]:
+        if self._skip:
+            self._skip = False
+            return []
+        taken = self._inbox.drain()
+        if taken:
+            self._queues._notify(self._kind, "drained")
+        return taken
 
 
 def _flushed_first(recorder: Recorder, inbox: Inbox, drain: GetMessages) -> GetMessages:

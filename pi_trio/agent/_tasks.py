@@ -7,7 +7,7 @@ import trio
 __all__ = ["inside"]
 
 
-def inside(run_task: trio.lowlevel.Task, outer: frozenset[trio.Nursery]) -> bool:
+def inside(run_task: trio.lowlevel.Task, outer: tuple[trio.Nursery, ...]) -> bool:
     """Is the current task ``run_task``, or a task of a nursery opened during its run? (A
     task of a nursery the caller opened *around* ``prompt()``, in ``outer``, is not.)"""
     task: trio.lowlevel.Task | None = trio.lowlevel.current_task()

@@ -17,7 +17,7 @@ cancel scope is cancelled, so the failure travels as a cancellation through what
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from logging import ERROR
 from typing import Any, Literal, cast
 
@@ -207,10 +207,19 @@ class _Run:
 
     # --- the run -----------------------------------------------------------------------------
 
-    async def execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
+    def execute(
+        self, prompts: Sequence[AgentMessage] | None
+    ) -> Coroutine[Any, Any, list[AgentMessage]]:
+        """The run as one coroutine to await. Untraced, that is :meth:`_execute` itself: no
+        wrapper frame, so an agent waiting mid-run holds (and an abort unwinds) one fewer."""
         tracing = self.tracing = start_run(self.model, self.options.session_id)
         if tracing is None:
-            return await self._execute(prompts)
+            return self._execute(prompts)
+        return self._traced(tracing, prompts)
+
+    async def _traced(
+        self, tracing: RunTracing, prompts: Sequence[AgentMessage] | None
+    ) -> list[AgentMessage]:
         try:
             return await tracing.run(lambda: self._execute(prompts))
         finally:
@@ -219,7 +228,10 @@ class _Run:
     async def _execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         try:
             with self.scope:
-                await self._body(prompts)
+                self.transcript.take(prompts or ())
+                await self.emit(AgentStart())
+                await self._start_turn()
+                await self._loop()
         except BaseException as exc:
             # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
@@ -234,12 +246,6 @@ class _Run:
         if self.failure is not None:
             await close_run(self)
         return self.transcript.new_messages
-
-    async def _body(self, prompts: Sequence[AgentMessage] | None) -> None:
-        self.transcript.take(prompts or ())
-        await self.emit(AgentStart())
-        await self._start_turn()
-        await self._loop()
 
     async def _start_turn(self) -> None:
         self.reply = None
@@ -482,12 +488,12 @@ class _Run:
         return message
 
 
-async def run(
+def run(
     prompts: Sequence[AgentMessage] | None,
     context: AgentContext,
     config: AgentLoopConfig,
     sink: EventSink,
-) -> list[AgentMessage]:
-    """Run the loop on ``context`` (``prompts`` first, or continue when None); see
-    :func:`pi_trio.run_agent_loop`."""
-    return await _Run(context, config, sink).execute(prompts)
+) -> Coroutine[Any, Any, list[AgentMessage]]:
+    """The loop on ``context`` (``prompts`` first, or continue when None), to await; see
+    :func:`pi_trio.run_agent_loop`. A plain function: no frame of its own while it runs."""
+    return _Run(context, config, sink).execute(prompts)
