@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import trio
@@ -53,6 +53,15 @@ def scripted_agent(scripted: faux.FauxModel, tools: list[pt.AgentTool]) -> pt.Ag
 def _noop_answers(turns: int) -> list[pt.AssistantMessage]:
     answers = [script.tool_turn("noop", [{}], turn) for turn in range(turns)]
     return [*answers, script.final_answer()]
+
+
+def _lazy_noop_answers(turns: int) -> Iterator[pt.AssistantMessage]:
+    """S5's answers, each built when the agent's model is called (as the Node reference builds
+    its message from a small descriptor at call time): 1,000-10,000 agents do not each hold
+    eleven prebuilt messages from the start."""
+    for turn in range(turns):
+        yield script.tool_turn("noop", [{}], turn)
+    yield script.final_answer()
 
 
 # --- S1 turns ---------------------------------------------------------------------------------
@@ -143,7 +152,7 @@ async def s5_many_agents(agents: int, turns: int, freeze: bool = False) -> dict[
     listener = counter.listener()
     crowd = []
     for _ in range(agents):
-        agent = scripted_agent(script.scripted(_noop_answers(turns)), [script.NOOP])
+        agent = scripted_agent(script.scripted(_lazy_noop_answers(turns)), [script.NOOP])
         agent.subscribe(listener)
         crowd.append(agent)
     if freeze:

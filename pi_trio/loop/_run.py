@@ -101,6 +101,32 @@ def _no_apply(event: AgentEvent) -> None:
 class _Run:
     """One run's state (phase, transcript, batch) and the algorithm that advances it."""
 
+    # slots: one run per running agent, and thousands of agents wait at once
+    __slots__ = (
+        "batch",
+        "config",
+        "context",
+        "deliver",
+        "failure",
+        "interrupted",
+        "model",
+        "options",
+        "phase",
+        "reply",
+        "response_error",
+        "scope",
+        "send",
+        "sink",
+        "sink_apply",
+        "sink_closing",
+        "stream_fn",
+        "tool_specs",
+        "tools",
+        "tracing",
+        "transcript",
+        "turn_results",
+    )
+
     def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: EventSink) -> None:
         self.context = context
         self.config = config
