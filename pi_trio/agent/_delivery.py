@@ -133,6 +133,20 @@ class Delivery:
             self._feed_now(event, subscriptions)
         # the hot path (one call per event, deltas included): _to_listeners, synchronously
         listeners = self.listeners
+        if len(listeners) == 1:  # the usual case, one listener: the loop below without a loop
+            listener = listeners[0]
+            try:
+                pending = listener(event)
+            except Exception as exc:
+                _listener_failed(listener, event, exc)
+                raise
+            except BaseException:
+                self._resume = (event, (), listeners, 1)
+                self._careful = True
+                raise
+            if pending is not None:
+                return self._await_then_rest(event, listeners, 1, pending, None)
+            return None
         failure: Exception | None = None
         index = 0
         for listener in listeners:

@@ -94,6 +94,9 @@ LENGTH_TOOL_TEXT = (
 )
 
 
+_new = object.__new__  # an event built without its __init__: see _assistant_turn
+
+
 def _no_apply(event: AgentEvent) -> None:
     pass
 
@@ -427,7 +430,11 @@ class _Run:
                         if open_message is None:
                             continue  # pi ignores updates before "start"
                         partial = event.partial  # type: ignore[union-attr]
-                        update = MessageUpdate(partial, event)
+                        # MessageUpdate(partial, event), without the Python __init__ call
+                        update = _new(MessageUpdate)
+                        update.message = partial
+                        update.assistant_message_event = event
+                        update.seq = None
                         if partial is not open_message:  # the provider swapped its partial
                             transcript.open = partial
                             sink_apply(update)
