@@ -67,7 +67,7 @@ from ._config import (
     TurnContext,
 )
 from ._phase import Phase
-from ._request import bare_message, build_request
+from ._request import bare_message, build_request, build_request_now
 from ._response import settle_response
 from ._transcript import Transcript
 
@@ -415,7 +415,7 @@ class _Run:
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
-            context, options, model = await build_request(self)
+            context, options, model = build_request_now(self) or await build_request(self)
         except Exception as exc:
             return await self._finish_response(None, exc)
         deliver = self.deliver
