@@ -83,3 +83,21 @@ async def test_a_keyboard_interrupt_in_the_only_listener_is_not_sent_the_event_a
         await agent.prompt("hi")
     _assert_well_formed(seen, agent)  # the interrupted update is not delivered twice
     assert_transcript_valid(agent.state.messages, aborted=True)
+
+
+async def test_subscribing_and_unsubscribing_changes_who_is_the_only_listener() -> None:
+    agent = _agent([faux.assistant_message("one"), faux.assistant_message("two")] * 2)
+    first: list[pt.AgentEvent] = []
+    second: list[pt.AgentEvent] = []
+    drop_first = agent.subscribe(first.append)
+    drop_second = agent.subscribe(second.append)
+    drop_first()  # second is now the only one
+    await agent.prompt("a")
+    assert first == [] and second[-1].type == "agent_end"
+    drop_second()  # nobody left
+    await agent.prompt("b")
+    assert first == [] and [e.type for e in second].count("agent_end") == 1
+    agent.subscribe(first.append)  # first alone
+    await agent.prompt("c")
+    assert_event_grammar(first)
+    assert [e.type for e in second].count("agent_end") == 1
