@@ -51,10 +51,11 @@ class Delivery:
         "_closing",
         "_flush_due",
         "_flush_failed",
+        "_listeners",
+        "_only",
         "_resume",
         "_seq",
         "_undelivered",
-        "listeners",
         "recorder",
         "state",
         "subscriptions",
@@ -63,7 +64,8 @@ class Delivery:
     def __init__(self, state: AgentState) -> None:
         self.state = state
         self.recorder: Recorder | None = None
-        self.listeners: tuple[Listener, ...] = ()
+        self._listeners: tuple[Listener, ...] = ()
+        self._only: Listener | None = None  # the listener, when there is exactly one
         self.subscriptions: list[Subscription] = []
         self._seq = 0  # the last sequence number given to an event (per agent, across runs)
         self._closing = False  # the run's close-out is delivering: channels never wait
@@ -75,6 +77,16 @@ class Delivery:
             tuple[AgentEvent, tuple[Subscription, ...], tuple[Listener, ...], int] | None
         ) = None
         self._undelivered: AgentEvent | None = None
+
+    @property
+    def listeners(self) -> tuple[Listener, ...]:
+        """The listeners every event goes to, in subscription order."""
+        return self._listeners
+
+    @listeners.setter
+    def listeners(self, value: tuple[Listener, ...]) -> None:
+        self._listeners = value
+        self._only = value[0] if len(value) == 1 else None
 
     def begin_run(self) -> None:
         self._careful = self._flush_due = self._flush_failed = self._closing = False
@@ -132,7 +144,21 @@ class Delivery:
                     return self._deliver_after_feed(event, subscriptions)  # it may wait
             self._feed_now(event, subscriptions)
         # the hot path (one call per event, deltas included): _to_listeners, synchronously
-        listeners = self.listeners
+        listener = self._only
+        if listener is not None:  # the usual case, one listener: the loop below without a loop
+            try:
+                pending = listener(event)
+            except Exception as exc:
+                _listener_failed(listener, event, exc)
+                raise
+            except BaseException:
+                self._resume = (event, (), (listener,), 1)
+                self._careful = True
+                raise
+            if pending is not None:
+                return self._await_then_rest(event, (listener,), 1, pending, None)
+            return None
+        listeners = self._listeners
         failure: Exception | None = None
         index = 0
         for listener in listeners:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypeAlias, final
+from collections.abc import Iterable
+from typing import Literal, TypeAlias, final
 
 import attrs
 
@@ -142,9 +142,24 @@ class AgentState:
         The run calls it for each event before any listener sees it. ``messages`` is not
         touched here: it is the run's live transcript, which grows at each ``message_end``.
         """
-        reduce = _REDUCERS.get(type(event))
-        if reduce is not None:  # most events change nothing here: one dict lookup for them
-            reduce(self, event)
+        # one branch per event type that changes the runtime fields, the most frequent first
+        # (no call per event: the run applies ~20 events per turn)
+        cls = type(event)
+        if cls is MessageStart or cls is MessageUpdate:
+            self.streaming_message = event.message  # type: ignore[union-attr]
+        elif cls is MessageEnd:
+            self.streaming_message = None
+        elif cls is ToolExecutionStart:
+            self._pending.add(event.tool_call_id)  # type: ignore[union-attr]
+        elif cls is ToolExecutionEnd:
+            self._pending.discard(event.tool_call_id)  # type: ignore[union-attr]
+        elif cls is TurnEnd:
+            message = event.message  # type: ignore[union-attr]
+            if isinstance(message, AssistantMessage) and message.error_message:
+                self.error_message = message.error_message
+        elif cls is AgentEnd:
+            self.streaming_message = None
+            self.error = event.error  # type: ignore[union-attr]
 
     def begin_run(self) -> None:
         """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
@@ -169,44 +184,3 @@ class AgentState:
         self.streaming_message = None
         self._pending.clear()
         self.error_message = self.error = None
-
-
-# --- the reducers: one per event type that changes the runtime fields --------------------------
-
-
-def _streaming(state: AgentState, event: MessageStart | MessageUpdate) -> None:
-    state.streaming_message = event.message
-
-
-def _not_streaming(state: AgentState, event: MessageEnd | AgentEnd) -> None:
-    state.streaming_message = None
-
-
-def _run_ended(state: AgentState, event: AgentEnd) -> None:
-    state.streaming_message = None
-    state.error = event.error
-
-
-def _tool_started(state: AgentState, event: ToolExecutionStart) -> None:
-    state._pending.add(event.tool_call_id)
-
-
-def _tool_ended(state: AgentState, event: ToolExecutionEnd) -> None:
-    state._pending.discard(event.tool_call_id)
-
-
-def _turn_ended(state: AgentState, event: TurnEnd) -> None:
-    message = event.message
-    if isinstance(message, AssistantMessage) and message.error_message:
-        state.error_message = message.error_message
-
-
-_REDUCERS: dict[type[AgentEvent], Callable[[AgentState, Any], None]] = {
-    MessageStart: _streaming,
-    MessageUpdate: _streaming,
-    MessageEnd: _not_streaming,
-    AgentEnd: _run_ended,
-    ToolExecutionStart: _tool_started,
-    ToolExecutionEnd: _tool_ended,
-    TurnEnd: _turn_ended,
-}

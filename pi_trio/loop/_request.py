@@ -17,7 +17,23 @@ from ._transcript import default_convert_to_llm
 if TYPE_CHECKING:
     from ._run import _Run
 
-__all__ = ["bare_message", "build_request"]
+__all__ = ["bare_message", "build_request", "build_request_now"]
+
+
+def build_request_now(run: _Run) -> tuple[Context, StreamOptions, Model] | None:
+    """:func:`build_request` without a coroutine, when no hook of the request is set (the
+    usual case: the model sees the incremental view of the transcript); else None."""
+    config = run.config
+    if config.get_api_key is not None or config.prepare_request is not None:
+        return None
+    llm = run.transcript.llm_view()
+    if llm is None:  # transform_context or convert_to_llm: build_request runs them
+        return None
+    model = run.model
+    context = Context(run.context.system_prompt, llm, run.tool_specs)
+    if run.tracing is not None:
+        run.tracing.start_chat(model, context)
+    return context, run.options, model
 
 
 async def build_request(run: _Run) -> tuple[Context, StreamOptions, Model]:

@@ -67,7 +67,7 @@ from ._config import (
     TurnContext,
 )
 from ._phase import Phase
-from ._request import bare_message, build_request
+from ._request import bare_message, build_request, build_request_now
 from ._response import settle_response
 from ._transcript import Transcript
 
@@ -92,6 +92,9 @@ LENGTH_TOOL_TEXT = (
     '(stop reason "length"), so its arguments may be incomplete. Call the tool again with '
     "complete arguments."
 )
+
+
+_new = object.__new__  # an event built without its __init__: see _assistant_turn
 
 
 def _no_apply(event: AgentEvent) -> None:
@@ -444,7 +447,7 @@ class _Run:
         final: AssistantMessage | None = None
         failure: Exception | None = None
         try:
-            context, options, model = await build_request(self)
+            context, options, model = build_request_now(self) or await build_request(self)
         except Exception as exc:
             return await self._finish_response(None, exc)
         deliver = self.deliver
@@ -459,7 +462,11 @@ class _Run:
                         if open_message is None:
                             continue  # pi ignores updates before "start"
                         partial = event.partial  # type: ignore[union-attr]
-                        update = MessageUpdate(partial, event)
+                        # MessageUpdate(partial, event), without the Python __init__ call
+                        update = _new(MessageUpdate)
+                        update.message = partial
+                        update.assistant_message_event = event
+                        update.seq = None
                         if partial is not open_message:  # the provider swapped its partial
                             transcript.open = partial
                             sink_apply(update)

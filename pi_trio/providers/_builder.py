@@ -41,6 +41,11 @@ __all__ = ["ABORTED_MESSAGE", "MessageBuilder"]
 
 ABORTED_MESSAGE = "Request was aborted"
 
+# The events are built by object.__new__ plus their fields, not by calling the class: that
+# skips a Python __init__ frame per event (~700 instructions of ~2,000). Each such line says
+# which constructor call it stands for; tests/test_event_construction.py checks they are whole.
+_new = object.__new__
+
 
 class MessageBuilder:
     """The partial :class:`AssistantMessage` of one response plus its event factory.
@@ -71,12 +76,18 @@ class MessageBuilder:
         self._appenders: dict[int, Callable[[str], None]] | None = None
 
     def start(self) -> StreamStart:
-        return StreamStart(self.message)
+        event = _new(StreamStart)  # StreamStart(self.message)
+        event.partial = self.message
+        return event
 
     # text
     def text_start(self) -> TextStart:
-        self.message.content.append(TextContent())
-        return TextStart(len(self.message.content) - 1, self.message)
+        content = self.message.content
+        content.append(TextContent())
+        event = _new(TextStart)  # TextStart(len(content) - 1, self.message)
+        event.content_index = len(content) - 1
+        event.partial = self.message
+        return event
 
     def text_delta(self, index: int, delta: str) -> TextDelta:
         # per streamed delta: keep it to an append and the event
@@ -85,7 +96,11 @@ class MessageBuilder:
         if append is None:
             append = self._appender(index, TextContent)
         append(delta)
-        return TextDelta(index, delta, self.message)
+        event = _new(TextDelta)  # TextDelta(index, delta, self.message)
+        event.content_index = index
+        event.delta = delta
+        event.partial = self.message
+        return event
 
     def _appender(
         self, index: int, kind: type[TextContent | ThinkingContent]
@@ -107,12 +122,20 @@ class MessageBuilder:
         assert isinstance(block, TextContent)
         if signature is not None:
             block.text_signature = signature
-        return TextEnd(index, block.text, self.message)
+        event = _new(TextEnd)  # TextEnd(index, block.text, self.message)
+        event.content_index = index
+        event.content = block.text
+        event.partial = self.message
+        return event
 
     # thinking
     def thinking_start(self) -> ThinkingStart:
-        self.message.content.append(ThinkingContent())
-        return ThinkingStart(len(self.message.content) - 1, self.message)
+        content = self.message.content
+        content.append(ThinkingContent())
+        event = _new(ThinkingStart)  # ThinkingStart(len(content) - 1, self.message)
+        event.content_index = len(content) - 1
+        event.partial = self.message
+        return event
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDelta:
         appenders = self._appenders
@@ -120,7 +143,11 @@ class MessageBuilder:
         if append is None:
             append = self._appender(index, ThinkingContent)
         append(delta)
-        return ThinkingDelta(index, delta, self.message)
+        event = _new(ThinkingDelta)  # ThinkingDelta(index, delta, self.message)
+        event.content_index = index
+        event.delta = delta
+        event.partial = self.message
+        return event
 
     def thinking_end(
         self, index: int, signature: str | None = None, redacted: bool | None = None
@@ -131,14 +158,22 @@ class MessageBuilder:
             block.thinking_signature = signature
         if redacted is not None:
             block.redacted = redacted
-        return ThinkingEnd(index, block.thinking, self.message)
+        event = _new(ThinkingEnd)  # ThinkingEnd(index, block.thinking, self.message)
+        event.content_index = index
+        event.content = block.thinking
+        event.partial = self.message
+        return event
 
     # tool calls
     def tool_call_start(self, id: str, name: str) -> ToolCallStart:
-        self.message.content.append(ToolCall(id=id, name=name, arguments={}))
-        index = len(self.message.content) - 1
+        content = self.message.content
+        content.append(ToolCall(id, name, {}))
+        index = len(content) - 1
         self._args_parts[index] = []
-        return ToolCallStart(index, self.message)
+        event = _new(ToolCallStart)  # ToolCallStart(index, self.message)
+        event.content_index = index
+        event.partial = self.message
+        return event
 
     def tool_call_delta(
         self, index: int, delta: str, *, parse_partial: bool = False
@@ -151,7 +186,11 @@ class MessageBuilder:
             block = self.message.content[index]
             assert isinstance(block, ToolCall)
             block.arguments = parse_partial_json("".join(parts))
-        return ToolCallDelta(index, delta, self.message)
+        event = _new(ToolCallDelta)  # ToolCallDelta(index, delta, self.message)
+        event.content_index = index
+        event.delta = delta
+        event.partial = self.message
+        return event
 
     def tool_call_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEnd:
         """Finish a tool call: ``arguments`` if given, else the collected JSON parsed."""
@@ -161,7 +200,11 @@ class MessageBuilder:
         if arguments is None:
             arguments = _parse_arguments("".join(parts))
         block.arguments = arguments
-        return ToolCallEnd(index, block, self.message)
+        event = _new(ToolCallEnd)  # ToolCallEnd(index, block, self.message)
+        event.content_index = index
+        event.tool_call = block
+        event.partial = self.message
+        return event
 
     # end of stream
     def done(self, reason: Literal["stop", "length", "toolUse"] | None = None) -> StreamDone:
@@ -170,7 +213,10 @@ class MessageBuilder:
         if reason is None:
             reason = "toolUse" if self.message.tool_calls else "stop"
         self.message.stop_reason = reason
-        return StreamDone(reason, self.message)
+        event = _new(StreamDone)  # StreamDone(reason, self.message)
+        event.reason = reason
+        event.message = self.message
+        return event
 
     def error(
         self, error_message: str, reason: Literal["error", "aborted"] = "error"

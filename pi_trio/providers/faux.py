@@ -88,6 +88,7 @@ _PIECES: weakref.WeakKeyDictionary[Chunker, dict[str, tuple[str, ...]]] = (
 _CACHED_TEXT_MAX: Final = 1024  # longer texts are cut every time: the cut is small beside them
 _CACHE_ENTRIES_MAX: Final = 256
 _COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
+_new = object.__new__  # an event built without its __init__: see _generate
 
 
 def by_words(value: str) -> list[str]:
@@ -320,7 +321,12 @@ class FauxModel:
                     partial = builder.message
                     for piece in self._pieces(block.text):
                         append(piece)
-                        yield TextDelta(i, piece, partial)
+                        # TextDelta(i, piece, partial), without the Python __init__ call
+                        delta = _new(TextDelta)
+                        delta.content_index = i
+                        delta.delta = piece
+                        delta.partial = partial
+                        yield delta
                 yield builder.text_end(i, block.text_signature)
             elif isinstance(block, ThinkingContent):
                 thinking_start = builder.thinking_start()
