@@ -430,7 +430,7 @@ class _Run:
     async def _announce_taken(self) -> None:
         transcript = self.transcript
         while transcript.taken:
-            message = transcript.taken[0]
+            message = transcript.next_taken()
             await self.emit(MessageStart(message))
             await self.emit(MessageEnd(message))
 
