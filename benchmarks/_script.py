@@ -7,6 +7,7 @@ its tool calls follow, each as start, one delta with the JSON arguments, end.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from typing import Any
 
 import trio
@@ -36,7 +37,7 @@ def final_answer(value: str = FINAL_TEXT) -> pt.AssistantMessage:
 
 
 def scripted(
-    answers: list[pt.AssistantMessage], chunker: faux.Chunker | None = None
+    answers: Iterable[pt.AssistantMessage], chunker: faux.Chunker | None = None
 ) -> faux.FauxModel:
     # like the Node reference's scripted stream, it keeps no record of the requests
     pieces = chunker or faux.in_pieces(TEXT_PIECES)

@@ -75,17 +75,10 @@ __all__ = ["LENGTH_TOOL_TEXT", "run"]
 
 _UPDATE_TYPES = frozenset(
     {
-        TextStart,
-        TextDelta,
-        TextEnd,
-        ThinkingStart,
-        ThinkingDelta,
-        ThinkingEnd,
-        ToolCallStart,
-        ToolCallDelta,
-        ToolCallEnd,
+        TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta, ThinkingEnd,
+        ToolCallStart, ToolCallDelta, ToolCallEnd,
     }
-)
+)  # fmt: skip
 
 LENGTH_TOOL_TEXT = (
     'Tool call "{name}" was not executed: the response was cut off at the output token limit '
@@ -106,29 +99,10 @@ class _Run:
 
     # slots: one run per running agent, and thousands of agents wait at once
     __slots__ = (
-        "batch",
-        "config",
-        "context",
-        "deliver",
-        "failure",
-        "interrupted",
-        "model",
-        "options",
-        "phase",
-        "reply",
-        "response_error",
-        "scope",
-        "send",
-        "sink",
-        "sink_apply",
-        "sink_closing",
-        "stream_fn",
-        "tool_specs",
-        "tools",
-        "tracing",
-        "transcript",
-        "turn_results",
-    )
+        "batch", "config", "context", "deliver", "failure", "interrupted", "model", "options",
+        "phase", "reply", "response_error", "scope", "send", "sink", "sink_apply", "sink_closing",
+        "stream_fn", "tool_specs", "tools", "tracing", "transcript", "turn_results",
+    )  # fmt: skip
 
     def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: EventSink) -> None:
         self.context = context
@@ -433,7 +407,7 @@ class _Run:
     async def _announce_taken(self) -> None:
         transcript = self.transcript
         while transcript.taken:
-            message = transcript.taken[0]
+            message = transcript.next_taken()
             await self.emit(MessageStart(message))
             await self.emit(MessageEnd(message))
 

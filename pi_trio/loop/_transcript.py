@@ -81,7 +81,9 @@ class Transcript:
         self.messages = messages
         self.new_messages: list[AgentMessage] = []
         self.open: AgentMessage | None = None
-        # a list, not a deque: it is nearly always empty, and a deque costs ~760 bytes per run
+        # a list, not a deque: it is nearly always empty, and a deque costs ~760 bytes per run;
+        # the next one to start last, so starting it pops the end: O(1), where deleting the
+        # head made announcing n taken messages (a prompt of n, a steering batch) O(n**2)
         self.taken: list[AgentMessage] = []
         self._llm: list[Message] | None = (
             default_convert_to_llm(messages) if incremental_llm else None
@@ -89,8 +91,13 @@ class Transcript:
 
     def take(self, messages: Sequence[AgentMessage]) -> bool:
         """Add messages that will be announced next; True when there were any."""
-        self.taken.extend(messages)
+        if messages:
+            self.taken[:0] = reversed(messages)  # after the ones already taken
         return bool(messages)
+
+    def next_taken(self) -> AgentMessage:
+        """The taken message to start next (there must be one)."""
+        return self.taken[-1]
 
     def apply(self, event: AgentEvent) -> None:
         """Advance the message an event is about (``message_start`` / ``message_end``)."""
@@ -103,8 +110,8 @@ class Transcript:
     def start(self, message: AgentMessage) -> None:
         """``message_start``: the message is open (and no longer taken, if it was)."""
         taken = self.taken
-        if taken and taken[0] is message:
-            del taken[0]
+        if taken and taken[-1] is message:
+            taken.pop()
         self.open = message
 
     def end(self, message: AgentMessage) -> None:
@@ -127,6 +134,6 @@ class Transcript:
         events: list[AgentEvent] = []
         if self.open is not None:
             events.append(MessageEnd(self.open))
-        for message in self.taken:
+        for message in reversed(self.taken):
             events += [MessageStart(message), MessageEnd(message)]
         return events

@@ -245,7 +245,13 @@ class FauxModel:
                 self._next = 0
             else:
                 pending[index] = None
-                self._next = index + 1
+                index += 1
+                if index * 2 >= len(pending):
+                    # mostly cleared slots: drop them, or a script kept a step ahead (appended
+                    # to before each call) grows by a slot per call for ever
+                    del pending[:index]
+                    index = 0
+                self._next = index
             return step
         if self._lazy is not None:
             step = next(self._lazy, None)
