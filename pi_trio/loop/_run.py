@@ -225,14 +225,18 @@ class _Run:
             if self.failure is None and isinstance(exc, Exception):
                 self.failure = exc
                 log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
-            await close_run(self)
+            closing = close_run(self)  # None: delivered without a wait (the usual abort)
+            if closing is not None:
+                await closing
             if isinstance(exc, BaseExceptionGroup):
                 # from a nursery of the application's own (a tool's, a hook's, a stream's),
                 # its cancellation or a KeyboardInterrupt in one of its tasks: plain
                 raise plain_exception(exc) from None
             raise
         if self.failure is not None:
-            await close_run(self)
+            closing = close_run(self)
+            if closing is not None:
+                await closing
         return self.transcript.new_messages
 
     async def _body(self, prompts: Sequence[AgentMessage] | None) -> None:
