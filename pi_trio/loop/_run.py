@@ -130,7 +130,8 @@ class _Run:
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
-        self.scope = trio.CancelScope()
+        # pt.Agent lends the scope abort() cancels: the run fails by cancelling it, no 2nd scope
+        self.scope: trio.CancelScope = getattr(sink, "cancel_scope", None) or trio.CancelScope()
 
     def _use_tools(self, tools: Sequence[AgentTool]) -> None:
         """The tools the next requests offer and their calls run (from the run's start, or a
@@ -218,8 +219,11 @@ class _Run:
 
     async def _execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         try:
-            with self.scope:
-                await self._body(prompts)
+            if self.scope is getattr(self.sink, "cancel_scope", None):
+                await self._body(prompts)  # entered by the sink's owner: a failure unwinds there
+            else:
+                with self.scope:
+                    await self._body(prompts)
         except BaseException as exc:
             # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
@@ -229,8 +233,7 @@ class _Run:
             if closing is not None:
                 await closing
             if isinstance(exc, BaseExceptionGroup):
-                # from a nursery of the application's own (a tool's, a hook's, a stream's),
-                # its cancellation or a KeyboardInterrupt in one of its tasks: plain
+                # an application's nursery (a tool's, a stream's): its Cancelled or Ctrl-C, plain
                 raise plain_exception(exc) from None
             raise
         if self.failure is not None:
