@@ -60,9 +60,16 @@ SLEEP = pt.AgentTool(
 def _wrap_close_out() -> None:
     close_run, closing_events = run_module.close_run, close_module.closing_events
 
-    async def timed_close_run(run: Any) -> None:
+    def timed_close_run(run: Any) -> Any:
         _stamp("close-out starts")
-        await close_run(run)
+        pending = close_run(run)
+        if pending is not None:
+            return _then_stamp(pending)
+        _stamp("close-out delivered")
+        return None
+
+    async def _then_stamp(pending: Any) -> None:
+        await pending
         _stamp("close-out delivered")
 
     def timed_closing_events(run: Any) -> Any:

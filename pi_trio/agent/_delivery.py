@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from .._logging import log_failure
 from ..events import AgentEvent, BudgetReached, QueueUpdate
 from ._recorder import Recorder
 from ._state import AgentState
 from ._subscriptions import Subscription
+
+if TYPE_CHECKING:
+    import trio
 
 __all__ = ["Delivery", "Listener"]
 
@@ -56,6 +59,7 @@ class Delivery:
         "_resume",
         "_seq",
         "_undelivered",
+        "cancel_scope",
         "recorder",
         "state",
         "subscriptions",
@@ -64,6 +68,7 @@ class Delivery:
     def __init__(self, state: AgentState) -> None:
         self.state = state
         self.recorder: Recorder | None = None
+        self.cancel_scope: trio.CancelScope | None = None  # the running run's, lent to it
         self._listeners: tuple[Listener, ...] = ()
         self._only: Listener | None = None  # the listener, when there is exactly one
         self.subscriptions: list[Subscription] = []

@@ -1,24 +1,55 @@
-"""The end of one model response: which message ends the turn, and the batch it asks for.
+"""One model response: streamed into the run (:func:`assistant_turn`), then settled as the
+turn's message, with the batch it asks for (:func:`settle_response`).
 
-Synchronous, so that the run's state says what the response was (its phase, its batch) before
-the response's ``message_end`` is sent: a cancellation during that send finds it complete.
+Settling is synchronous, so that the run's state says what the response was (its phase, its
+batch) before the response's ``message_end`` is sent: a cancellation during that send finds it
+complete.
 """
 
 from __future__ import annotations
 
 from logging import ERROR
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+import trio
 
 from .._callbacks import exception_text
 from .._logging import log_failure, loop_logger
+from ..events import (
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    StreamDone,
+    StreamError,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from ..messages import AgentMessage, AssistantMessage
 from ..tools import ToolBatch
 from ._phase import Phase
+from ._request import build_request, build_request_now
 
 if TYPE_CHECKING:
     from ._run import _Run
 
-__all__ = ["settle_response"]
+__all__ = ["assistant_turn", "finish_response", "settle_response"]
+
+_UPDATE_TYPES = frozenset(
+    {
+        TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta, ThinkingEnd,
+        ToolCallStart, ToolCallDelta, ToolCallEnd,
+    }
+)  # fmt: skip
+
+_new = object.__new__  # an event built without its __init__: see assistant_turn
 
 _NO_END = "the stream ended without a done or error event"
 
@@ -70,3 +101,84 @@ def settle_response(
         run.reply = message
         run.phase = Phase.ANSWERED
     return message, partial
+
+
+async def assistant_turn(run: _Run) -> AssistantMessage:
+    """One model response, streamed: each event applied and delivered as it comes (the
+    deltas on an inlined path), then settled as the turn's message and ended."""
+    final: AssistantMessage | None = None
+    failure: Exception | None = None
+    try:
+        context, options, model = build_request_now(run) or await build_request(run)
+    except Exception as exc:
+        return await finish_response(run, None, exc)
+    deliver = run.deliver
+    transcript = run.transcript
+    sink_apply = run.sink_apply
+    try:
+        async with run.stream_fn(model, context, options) as events:
+            async for event in events:
+                cls = type(event)
+                if cls in _UPDATE_TYPES:  # the hot path: one per streamed delta
+                    open_message = transcript.open
+                    if open_message is None:
+                        continue  # pi ignores updates before "start"
+                    partial = event.partial  # type: ignore[union-attr]
+                    # MessageUpdate(partial, event), without the Python __init__ call
+                    update = _new(MessageUpdate)
+                    update.message = partial
+                    update.assistant_message_event = event
+                    update.seq = None
+                    if partial is not open_message:  # the provider swapped its partial
+                        transcript.open = partial
+                        sink_apply(update)
+                    # run.emit(update), inlined: no coroutine per delta (none at all when
+                    # the listeners are plain functions). An update whose message is the
+                    # one already open changes no state, so it is not applied (the sink's
+                    # apply contract says so).
+                    try:
+                        pending = deliver(update)
+                        if pending is not None:
+                            await pending
+                    except Exception as exc:
+                        await run.fail(exc)
+                    except BaseException:
+                        run.interrupted = update
+                        raise
+                elif cls is StreamStart:
+                    # a second "start" replaces the first partial message
+                    run.phase = Phase.STREAMING
+                    pending = run.emit_now(MessageStart(cast(StreamStart, event).partial))
+                    if pending is not None:
+                        await pending
+                elif cls is StreamDone:
+                    final = cast(StreamDone, event).message
+                    break
+                elif cls is StreamError:
+                    final = cast(StreamError, event).error
+                    failure = cast(StreamError, event).provider_error
+                    break
+    except Exception as exc:
+        failure = exc
+    if final is None or final.stop_reason == "error":
+        # a failure that surfaced while a cancellation was pending (a connect cut short, a
+        # close that failed): the cancellation wins, the run is aborted, not errored
+        await trio.lowlevel.checkpoint_if_cancelled()
+    return await finish_response(run, final, failure)
+
+
+async def finish_response(
+    run: _Run, final: AssistantMessage | None, failure: Exception | None
+) -> AssistantMessage:
+    message, partial = settle_response(run, final, failure)
+    if partial is None:
+        run.transcript.take((message,))
+        pending = run.emit_now(MessageStart(message))
+        if pending is not None:
+            await pending
+    else:
+        run.transcript.open = message  # the final message replaces the partial
+    pending = run.emit_now(MessageEnd(message))
+    if pending is not None:
+        await pending
+    return message

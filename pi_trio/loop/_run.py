@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from logging import ERROR
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -34,19 +34,6 @@ from ..events import (
     AgentStart,
     MessageEnd,
     MessageStart,
-    MessageUpdate,
-    StreamDone,
-    StreamError,
-    StreamStart,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolExecutionUpdate,
     TurnEnd,
     TurnStart,
@@ -67,27 +54,17 @@ from ._config import (
     TurnContext,
 )
 from ._phase import Phase
-from ._request import bare_message, build_request, build_request_now
-from ._response import settle_response
+from ._request import bare_message
+from ._response import assistant_turn
 from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
-
-_UPDATE_TYPES = frozenset(
-    {
-        TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta, ThinkingEnd,
-        ToolCallStart, ToolCallDelta, ToolCallEnd,
-    }
-)  # fmt: skip
 
 LENGTH_TOOL_TEXT = (
     'Tool call "{name}" was not executed: the response was cut off at the output token limit '
     '(stop reason "length"), so its arguments may be incomplete. Call the tool again with '
     "complete arguments."
 )
-
-
-_new = object.__new__  # an event built without its __init__: see _assistant_turn
 
 
 def _no_apply(event: AgentEvent) -> None:
@@ -133,7 +110,8 @@ class _Run:
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
-        self.scope = trio.CancelScope()
+        # pt.Agent lends the scope abort() cancels: the run fails by cancelling it, no 2nd scope
+        self.scope: trio.CancelScope = getattr(sink, "cancel_scope", None) or trio.CancelScope()
 
     def _use_tools(self, tools: Sequence[AgentTool]) -> None:
         """The tools the next requests offer and their calls run (from the run's start, or a
@@ -162,7 +140,7 @@ class _Run:
         try:
             pending = self.deliver(event)
         except Exception as exc:
-            return self._fail(exc)
+            return self.fail(exc)
         except BaseException:
             if cls is not ToolExecutionUpdate:
                 self.interrupted = event
@@ -175,7 +153,7 @@ class _Run:
         try:
             await pending
         except Exception as exc:
-            await self._fail(exc)
+            await self.fail(exc)
         except BaseException:
             # a tool's progress cut short (by the tool's own timeout too) is not sent again:
             # the run may go on, and its tool_execution_end may follow
@@ -188,7 +166,7 @@ class _Run:
         if pending is not None:
             await pending
 
-    async def _fail(self, exc: BaseException) -> None:
+    async def fail(self, exc: BaseException) -> None:
         """End the run with stop_reason "error": cancel our own scope and unwind."""
         if self.failure is None:
             self.failure = exc
@@ -202,7 +180,7 @@ class _Run:
         try:
             return await call_maybe_async(hook, *args)
         except Exception as exc:
-            await self._fail(exc)
+            await self.fail(exc)
 
     def bare_message(self, reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
         """An assistant message with no content: a failure before or without a response."""
@@ -213,41 +191,56 @@ class _Run:
     def execute(
         self, prompts: Sequence[AgentMessage] | None
     ) -> Coroutine[Any, Any, list[AgentMessage]]:
-        """The run as one coroutine to await. Untraced, that is :meth:`_execute` itself: no
-        wrapper frame, so an agent waiting mid-run holds (and an abort unwinds) one fewer."""
+        """The run as one coroutine to await. Untraced under a ``pt.Agent``, that is
+        :meth:`_execute` itself: no wrapper frame, so an agent waiting mid-run holds (and an
+        abort unwinds) fewer; the agent entered the scope it lent (``sink.cancel_scope``)."""
         tracing = self.tracing = start_run(self.model, self.options.session_id)
         if tracing is None:
-            return self._execute(prompts)
+            return self._scoped(prompts)
         return self._traced(tracing, prompts)
+
+    def _scoped(
+        self, prompts: Sequence[AgentMessage] | None
+    ) -> Coroutine[Any, Any, list[AgentMessage]]:
+        if self.scope is getattr(self.sink, "cancel_scope", None):
+            return self._execute(prompts)  # entered by the sink's owner: a failure unwinds there
+        return self._in_own_scope(prompts)
+
+    async def _in_own_scope(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
+        with self.scope:  # a failure cancels it (the run is closed by then): absorbed here
+            return await self._execute(prompts)
+        return self.transcript.new_messages
 
     async def _traced(
         self, tracing: RunTracing, prompts: Sequence[AgentMessage] | None
     ) -> list[AgentMessage]:
         try:
-            return await tracing.run(lambda: self._execute(prompts))
+            return await tracing.run(lambda: self._scoped(prompts))
         finally:
             tracing.end(self.transcript.messages, self.failure or self.response_error)
 
     async def _execute(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
         try:
-            with self.scope:
-                self.transcript.take(prompts or ())
-                await self.emit(AgentStart())
-                await self._start_turn()
-                await self._loop()
+            self.transcript.take(prompts or ())
+            await self.emit(AgentStart())
+            await self._start_turn()
+            await self._loop()
         except BaseException as exc:
             # Cancelled from the caller, a KeyboardInterrupt (or a bug): close, then let it out.
             if self.failure is None and isinstance(exc, Exception):
                 self.failure = exc
                 log_failure(loop_logger, ERROR, exc, "the run fails: %s", exception_text(exc))
-            await close_run(self)
+            closing = close_run(self)  # None: delivered without a wait (the usual abort)
+            if closing is not None:
+                await closing
             if isinstance(exc, BaseExceptionGroup):
-                # from a nursery of the application's own (a tool's, a hook's, a stream's),
-                # its cancellation or a KeyboardInterrupt in one of its tasks: plain
+                # an application's nursery (a tool's, a stream's): its Cancelled or Ctrl-C, plain
                 raise plain_exception(exc) from None
             raise
         if self.failure is not None:
-            await close_run(self)
+            closing = close_run(self)
+            if closing is not None:
+                await closing
         return self.transcript.new_messages
 
     async def _start_turn(self) -> None:
@@ -278,7 +271,7 @@ class _Run:
                 taken = await taken
             messages = list(taken) if taken else ()
         except Exception as exc:  # a failing source, or one that returned no list
-            await self._fail(exc)
+            await self.fail(exc)
         return self.transcript.take(messages)
 
     async def _loop(self) -> None:
@@ -316,10 +309,10 @@ class _Run:
 
                 # One schedule point per model call: an aborted run never calls the model, and
                 # a run on an instant model with instant tools still lets deadlines and other
-                # tasks in. Here, not in _assistant_turn: what waits in the run queue meanwhile
+                # tasks in. Here, not in assistant_turn: what waits in the run queue meanwhile
                 # is kept small (thousands of agents wait there at once).
                 await trio.lowlevel.checkpoint()
-                message = await self._assistant_turn()
+                message = await assistant_turn(self)
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
                     if config.finish_turn is not None:  # a hard exit whatever it decides
                         await self._hook(config.finish_turn, self._turn(message, []))
@@ -339,7 +332,7 @@ class _Run:
                     try:
                         await batch.run(refuse)
                     except Exception as exc:  # a hook of the batch itself (steering_signal)
-                        await self._fail(exc)
+                        await self.fail(exc)
                     tool_results = batch.messages
                     more_tool_calls = not batch.terminate
                     self.reply = None if more_tool_calls else message
@@ -414,85 +407,6 @@ class _Run:
     async def _end(self) -> None:
         self.phase = Phase.ENDED
         await self.emit(AgentEnd(self.transcript.new_messages, error=self.response_error))
-
-    # --- one assistant response --------------------------------------------------------------
-
-    async def _assistant_turn(self) -> AssistantMessage:
-        final: AssistantMessage | None = None
-        failure: Exception | None = None
-        try:
-            context, options, model = build_request_now(self) or await build_request(self)
-        except Exception as exc:
-            return await self._finish_response(None, exc)
-        deliver = self.deliver
-        transcript = self.transcript
-        sink_apply = self.sink_apply
-        try:
-            async with self.stream_fn(model, context, options) as events:
-                async for event in events:
-                    cls = type(event)
-                    if cls in _UPDATE_TYPES:  # the hot path: one per streamed delta
-                        open_message = transcript.open
-                        if open_message is None:
-                            continue  # pi ignores updates before "start"
-                        partial = event.partial  # type: ignore[union-attr]
-                        # MessageUpdate(partial, event), without the Python __init__ call
-                        update = _new(MessageUpdate)
-                        update.message = partial
-                        update.assistant_message_event = event
-                        update.seq = None
-                        if partial is not open_message:  # the provider swapped its partial
-                            transcript.open = partial
-                            sink_apply(update)
-                        # self.emit(update), inlined: no coroutine per delta (none at all when
-                        # the listeners are plain functions). An update whose message is the
-                        # one already open changes no state, so it is not applied (the sink's
-                        # apply contract says so).
-                        try:
-                            pending = deliver(update)
-                            if pending is not None:
-                                await pending
-                        except Exception as exc:
-                            await self._fail(exc)
-                        except BaseException:
-                            self.interrupted = update
-                            raise
-                    elif cls is StreamStart:
-                        # a second "start" replaces the first partial message
-                        self.phase = Phase.STREAMING
-                        pending = self.emit_now(MessageStart(cast(StreamStart, event).partial))
-                        if pending is not None:
-                            await pending
-                    elif cls is StreamDone:
-                        final = cast(StreamDone, event).message
-                        break
-                    elif cls is StreamError:
-                        final = cast(StreamError, event).error
-                        failure = cast(StreamError, event).provider_error
-                        break
-        except Exception as exc:
-            failure = exc
-        if final is None or final.stop_reason == "error":
-            # a failure that surfaced while a cancellation was pending (a connect cut short, a
-            # close that failed): the cancellation wins, the run is aborted, not errored
-            await trio.lowlevel.checkpoint_if_cancelled()
-        return await self._finish_response(final, failure)
-
-    async def _finish_response(
-        self, final: AssistantMessage | None, failure: Exception | None
-    ) -> AssistantMessage:
-        message, partial = settle_response(self, final, failure)
-        if partial is None:
-            self.transcript.take((message,))
-            pending = self.emit_now(MessageStart(message))
-            if pending is not None:
-                await pending
-        else:
-            self.transcript.open = message  # the final message replaces the partial
-        pending = self.emit_now(MessageEnd(message))
-        if pending is not None:
-            await pending
-        return message
 
 
 def run(

@@ -249,20 +249,28 @@ class ToolBatch:
         messages into its transcript.
         """
         events: list[AgentEvent] = []
+        append = events.append
+        messages: list[ToolResultMessage] = []
+        ended_ms: int | None = None  # one clock reading for every call ended here
         for slot in self._slots:
             call = slot.call
             if slot.result is None:
                 slot.result, slot.is_error = error_result(text), True
                 if not slot.started:
                     slot.started = True
-                    events.append(ToolExecutionStart(call.id, call.name, call.arguments))
+                    append(ToolExecutionStart(call.id, call.name, call.arguments))
             if not slot.ended:
                 slot.ended = True
+                if ended_ms is None:
+                    ended_ms = now_ms()
+                slot.ended_ms = ended_ms
                 end = slot.end  # built but never applied (its task was cancelled first)
                 if end is None:
                     end = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
-                events.append(end)
-        messages = [self._message(slot) for slot in self._slots if not slot.written]
+                append(end)
+        for slot in self._slots:
+            if not slot.written:
+                messages.append(self._message(slot))
         return events, messages
 
     # --- phases ------------------------------------------------------------------------------
@@ -328,35 +336,44 @@ class ToolBatch:
             slot.result, slot.is_error = steered_result(call.name, started=False), True
             return await self._end(slot)
         started = start_tool(call, tool.description)  # None unless OpenTelemetry is on
+        timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
+        slot.started_at = self._now()
         try:
-            timeout = tool.timeout if tool.timeout is not None else self._tool_timeout
-            slot.started_at = self._now()
-            try:
-                if self._steering is not None:
-                    value = await self._run_steerable(slot, tool, timeout, on_update)
-                elif timeout is None:
-                    value = await tool.run(call.id, slot.args, on_update)
+            if self._steering is not None:
+                value = await self._run_steerable(slot, tool, timeout, on_update)
+            elif timeout is None:
+                if tool.is_async and type(tool) is AgentTool:  # its run(), inlined: a frame less
+                    value = await tool.execute(call.id, slot.args, on_update)  # type: ignore[misc]
                 else:
-                    with trio.move_on_after(timeout) as limit:
-                        value = await tool.run(call.id, slot.args, on_update)
-                    if limit.cancelled_caught:
-                        value = timed_out_result(tool, timeout)
-                        tools_logger.info(
-                            "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
-                        )
-                result = as_tool_result(value)
-                is_error = bool(result.is_error)
-            except trio.Cancelled:  # the usual way out of an abort: no checks on the way
+                    value = await tool.run(call.id, slot.args, on_update)
+            else:
+                with trio.move_on_after(timeout) as limit:
+                    value = await tool.run(call.id, slot.args, on_update)
+                if limit.cancelled_caught:
+                    value = timed_out_result(tool, timeout)
+                    tools_logger.info(
+                        "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
+                    )
+            result = as_tool_result(value)
+            is_error = bool(result.is_error)
+        except trio.Cancelled:
+            # the usual way out of an abort: no checks, and no second handler (an outer
+            # try/finally) for the Cancelled to pass through on its way
+            if started is not None:
+                end_tool(started, slot.result, slot.is_error, slot.error)
+            raise
+        except BaseException as exc:  # one failing tool never takes the batch down
+            if must_propagate(exc):
+                if started is not None:
+                    end_tool(started, slot.result, slot.is_error, slot.error)
                 raise
-            except BaseException as exc:  # one failing tool never takes the batch down
-                if must_propagate(exc):
-                    raise
-                text = exception_text(exc)
-                result, is_error, slot.error = error_result(text), True, exc
-                log_failure(
-                    tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
-                    call.name, call.id, text,
-                )  # fmt: skip
+            text = exception_text(exc)
+            result, is_error, slot.error = error_result(text), True, exc
+            log_failure(
+                tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
+                call.name, call.id, text,
+            )  # fmt: skip
+        try:
             if self._after is not None:
                 result, is_error = await self._after_tool_call(slot, result, is_error)
             slot.result, slot.is_error = result, is_error
