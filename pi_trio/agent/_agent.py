@@ -435,7 +435,7 @@ class Agent:
         state.begin_run()
         delivery = self._delivery
         delivery.begin_run()
-        delivery.cancel_scope = scope  # the loop fails by cancelling it: no scope of its own
+        delivery._pi_trio_run_scope = scope  # the loop fails by cancelling it: no 2nd scope
         # one transcript: the loop appends to state.messages itself, at each message_end
         context = AgentContext(state.system_prompt, state.messages, list(state.tools))
         try:
@@ -447,7 +447,7 @@ class Agent:
         finally:
             # The transcript is complete even when closing events were not delivered.
             state.end_run()
-            delivery.cancel_scope = None
+            delivery._pi_trio_run_scope = None
             if delivery.recorder is not None:
                 await self._final_flush(delivery.recorder)
             self._scope = None

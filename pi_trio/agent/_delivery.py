@@ -56,10 +56,10 @@ class Delivery:
         "_flush_failed",
         "_listeners",
         "_only",
+        "_pi_trio_run_scope",
         "_resume",
         "_seq",
         "_undelivered",
-        "cancel_scope",
         "recorder",
         "state",
         "subscriptions",
@@ -68,7 +68,9 @@ class Delivery:
     def __init__(self, state: AgentState) -> None:
         self.state = state
         self.recorder: Recorder | None = None
-        self.cancel_scope: trio.CancelScope | None = None  # the running run's, lent to it
+        # the running run's scope, lent to it (a name no user's sink has by chance: a sink's
+        # own ``cancel_scope`` is not the run's, and a run must never cancel it)
+        self._pi_trio_run_scope: trio.CancelScope | None = None
         self._listeners: tuple[Listener, ...] = ()
         self._only: Listener | None = None  # the listener, when there is exactly one
         self.subscriptions: list[Subscription] = []

@@ -60,6 +60,9 @@ from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
 
+# the attribute through which pt.Agent's sink lends the run the cancel scope it entered
+_LENT_SCOPE = "_pi_trio_run_scope"
+
 LENGTH_TOOL_TEXT = (
     'Tool call "{name}" was not executed: the response was cut off at the output token limit '
     '(stop reason "length"), so its arguments may be incomplete. Call the tool again with '
@@ -111,7 +114,8 @@ class _Run:
         self.interrupted: AgentEvent | None = None  # applied, but its send was cancelled
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
         # pt.Agent lends the scope abort() cancels: the run fails by cancelling it, no 2nd scope
-        self.scope: trio.CancelScope = getattr(sink, "cancel_scope", None) or trio.CancelScope()
+        # (under a private name: a user's sink may well have a ``cancel_scope`` of its own)
+        self.scope: trio.CancelScope = getattr(sink, _LENT_SCOPE, None) or trio.CancelScope()
 
     def _use_tools(self, tools: Sequence[AgentTool]) -> None:
         """The tools the next requests offer and their calls run (from the run's start, or a
@@ -193,7 +197,7 @@ class _Run:
     ) -> Coroutine[Any, Any, list[AgentMessage]]:
         """The run as one coroutine to await. Untraced under a ``pt.Agent``, that is
         :meth:`_execute` itself: no wrapper frame, so an agent waiting mid-run holds (and an
-        abort unwinds) fewer; the agent entered the scope it lent (``sink.cancel_scope``)."""
+        abort unwinds) fewer; the agent entered the scope it lent (``sink._pi_trio_run_scope``)."""
         tracing = self.tracing = start_run(self.model, self.options.session_id)
         if tracing is None:
             return self._scoped(prompts)
@@ -202,7 +206,7 @@ class _Run:
     def _scoped(
         self, prompts: Sequence[AgentMessage] | None
     ) -> Coroutine[Any, Any, list[AgentMessage]]:
-        if self.scope is getattr(self.sink, "cancel_scope", None):
+        if self.scope is getattr(self.sink, _LENT_SCOPE, None):
             return self._execute(prompts)  # entered by the sink's owner: a failure unwinds there
         return self._in_own_scope(prompts)
 
