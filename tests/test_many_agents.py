@@ -136,3 +136,5 @@ async def test_a_waiting_run_holds_few_objects() -> None:
     assert per_agent.get("function", 0) <= 2.5, per_agent
     # prompt, the run, the loop, the batch down to the tool and trio's wait (15 before)
     assert per_agent.get("coroutine", 0) <= 12, per_agent
+    # the one abort() cancels, which the Agent lends the loop (2 before: the loop had its own)
+    assert per_agent.get("CancelScope", 0) == 1, per_agent

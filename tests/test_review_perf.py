@@ -65,3 +65,29 @@ async def test_a_failing_sink_with_a_fresh_scope_ends_the_run_in_error(autojump_
     assert _shape(messages) == EXPECTED
     assert messages[-1].error_message == "ValueError: sink fail"  # type: ignore[union-attr]
     check_events(sink.events)
+
+
+class _SinkWithCommonNames:
+    """A user's sink whose other attributes happen to be named ``deliver`` and ``closing``
+    (pt.Agent's sink extends the protocol under private names, so these are just data)."""
+
+    def __init__(self) -> None:
+        self.events: list[pt.AgentEvent] = []
+        self.deliver = "by hand"
+        self.closing = False
+
+    async def send(self, event: pt.AgentEvent) -> None:
+        self.events.append(event)
+
+
+async def test_a_sink_with_a_deliver_and_a_closing_attribute_is_sent_to_and_closed(
+    autojump_clock: Any,
+) -> None:
+    ctx, cfg, _, _ = loop_setup([calls(("sleep", {"s": 10_000})), *SCRIPT])
+    sink = _SinkWithCommonNames()
+    with trio.move_on_after(1):  # aborted while the tool sleeps: the close-out runs
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    check_events(sink.events)
+    assert sink.events[-1].type == "agent_end"
+    assert ctx.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert (sink.deliver, sink.closing) == ("by hand", False)

@@ -105,6 +105,8 @@ class Delivery:
         use up the grace period and keep the closing events from everyone else."""
         self._closing = True
 
+    _pi_trio_closing = closing  # the name the loop looks for (loop/_run.py)
+
     @property
     def apply(self) -> Callable[[AgentEvent], None]:
         """State first: the step the loop calls before each send (read once per run).
@@ -186,6 +188,8 @@ class Delivery:
         if failure is not None:
             raise failure
         return None
+
+    _pi_trio_deliver = deliver  # the name the loop looks for (loop/_run.py)
 
     async def _deliver_after_feed(
         self, event: AgentEvent, subscriptions: tuple[Subscription, ...]

@@ -60,8 +60,11 @@ from ._transcript import Transcript
 
 __all__ = ["LENGTH_TOOL_TEXT", "run"]
 
-# the attribute through which pt.Agent's sink lends the run the cancel scope it entered
-_LENT_SCOPE = "_pi_trio_run_scope"
+# pt.Agent's sink extends the EventSink protocol under names no application sink uses (a sink
+# of the application's own may well have a ``deliver``, a ``closing`` or a ``cancel_scope``):
+_LENT_SCOPE = "_pi_trio_run_scope"  # the cancel scope it entered around the run, lent to it
+_DELIVER = "_pi_trio_deliver"  # its synchronous-first send: None, or an awaitable to finish
+_CLOSING = "_pi_trio_closing"  # told when the close-out begins
 
 LENGTH_TOOL_TEXT = (
     'Tool call "{name}" was not executed: the response was cut off at the output token limit '
@@ -92,10 +95,10 @@ class _Run:
         # a sink's synchronous-first step (pt.Agent's): None when the event is delivered, else
         # an awaitable to finish it; any other sink's send() is that awaitable every time
         self.deliver: Callable[[AgentEvent], Awaitable[None] | None] = (
-            getattr(sink, "deliver", None) or sink.send
+            getattr(sink, _DELIVER, None) or sink.send
         )
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
-        self.sink_closing: Callable[[], None] | None = getattr(sink, "closing", None)
+        self.sink_closing: Callable[[], None] | None = getattr(sink, _CLOSING, None)
         self.stream_fn = config.stream_fn or stream_simple
         self.tools: dict[str, AgentTool] = {}
         self.tool_specs: tuple[Tool, ...] = ()
