@@ -98,6 +98,25 @@ async def test_plain_listeners_get_the_closing_events_without_a_schedule_point(
     assert_aborted(agent)
 
 
+class _AfterAbort:
+    """A listener that records every event and, once ``armed`` (just before the abort),
+    hands each closing event with its index to ``action``, returning what it returns (None,
+    or an awaitable the close-out then waits for)."""
+
+    def __init__(self, action: Any) -> None:
+        self.log: list[pt.AgentEvent] = []
+        self.armed = False
+        self._seen = 0
+        self._action = action
+
+    def __call__(self, event: pt.AgentEvent) -> Any:
+        self.log.append(event)
+        if not self.armed:
+            return None
+        index, self._seen = self._seen, self._seen + 1
+        return self._action(index, event)
+
+
 @pytest.mark.parametrize("waits_on", [0, 4, 9, 14])
 async def test_a_listener_that_waits_on_one_closing_event_keeps_the_rest_in_order(
     waits_on: int, autojump_clock: trio.testing.MockClock
@@ -107,18 +126,10 @@ async def test_a_listener_that_waits_on_one_closing_event_keeps_the_rest_in_orde
     # in its shielded coroutine. Both listeners get every closing event once, in pi's order,
     # and the waiting listener's await runs to its end (it is not left unawaited).
     agent = _agent()
-    first: list[pt.AgentEvent] = []
     second: list[pt.AgentEvent] = []
     finished: list[str] = []
-    closing_seen = 0
-    aborted = False
 
-    def waits(event: pt.AgentEvent) -> Any:
-        nonlocal closing_seen
-        first.append(event)
-        if not aborted:
-            return None
-        index, closing_seen = closing_seen, closing_seen + 1
+    def wait_on_one(index: int, event: pt.AgentEvent) -> Any:
         if index != waits_on:
             return None
 
@@ -128,14 +139,16 @@ async def test_a_listener_that_waits_on_one_closing_event_keeps_the_rest_in_orde
 
         return slow()
 
+    waits = _AfterAbort(wait_on_one)
     agent.subscribe(waits)
     agent.subscribe(second.append)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.testing.wait_all_tasks_blocked()
-        aborted = True
+        waits.armed = True
         agent.abort()
         await agent.wait_for_idle()
+    first = waits.log
     assert finished == [CLOSING_AFTER_BATCH[waits_on]]
     for log in (first, second):
         assert _closing(log) == CLOSING_AFTER_BATCH
@@ -152,27 +165,20 @@ async def test_a_keyboard_interrupt_on_a_closing_event_is_sent_again_then_raised
     # (the sink resumes with the listeners after the one that raised), every later closing
     # event is still delivered to everyone, and prompt() raises it, plain, at the end.
     agent = _agent()
-    first: list[pt.AgentEvent] = []
     second: list[pt.AgentEvent] = []
-    closing_seen = 0
-    aborted = False
 
-    def interrupts(event: pt.AgentEvent) -> None:
-        nonlocal closing_seen
-        first.append(event)
-        if aborted:
-            closing_seen += 1
-            if closing_seen - 1 == raises_on:
-                raise KeyboardInterrupt
+    def interrupt_on_one(index: int, event: pt.AgentEvent) -> None:
+        if index == raises_on:
+            raise KeyboardInterrupt
 
+    interrupts = _AfterAbort(interrupt_on_one)
     agent.subscribe(interrupts)
     agent.subscribe(second.append)
     raised: list[BaseException] = []
 
     async def aborter() -> None:
-        nonlocal aborted
         await trio.testing.wait_all_tasks_blocked()
-        aborted = True
+        interrupts.armed = True
         agent.abort()
 
     async with trio.open_nursery() as nursery:
@@ -183,7 +189,7 @@ async def test_a_keyboard_interrupt_on_a_closing_event_is_sent_again_then_raised
             raised.append(exc)
     assert len(raised) == 1
     assert type(raised[0]) is KeyboardInterrupt  # not an exception group
-    for log in (first, second):
+    for log in (interrupts.log, second):
         assert _closing(log) == CLOSING_AFTER_BATCH
         assert check_events(log) == []
     assert_aborted(agent)
@@ -195,30 +201,20 @@ async def test_the_grace_period_bounds_a_wait_part_way_through_the_closing_event
     # A listener blocks (awaiting) on the fifth closing event: the close-out gives up after
     # close_timeout, the events after it are not delivered, the transcript is complete anyway.
     agent = make_agent([sleeps(10, 10, 10), faux.assistant_message("never")], close_timeout=2.0)
-    log: list[pt.AgentEvent] = []
-    closing_seen = 0
-    aborted = False
-
-    def stalls(event: pt.AgentEvent) -> Any:
-        nonlocal closing_seen
-        log.append(event)
-        if aborted:
-            closing_seen += 1
-            if closing_seen == 5:
-                return stall()
-        return None
 
     async def stall() -> None:
         await trio.sleep_forever()
 
+    stalls = _AfterAbort(lambda index, event: stall() if index == 4 else None)
     agent.subscribe(stalls)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.testing.wait_all_tasks_blocked()
-        aborted = True
+        stalls.armed = True
         start = trio.current_time()
         agent.abort()
         await agent.wait_for_idle()
+    log = stalls.log
     assert trio.current_time() - start == pytest.approx(2.0)
     assert _closing(log) == CLOSING_AFTER_BATCH[:5]
     assert_aborted(agent)
