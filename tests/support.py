@@ -134,6 +134,19 @@ def tool_results(messages: Sequence[pt.AgentMessage]) -> list[tuple[str, str, bo
     return out
 
 
+async def escaped_from_prompt(agent: pt.Agent, seconds: float = 1.0) -> list[type[BaseException]]:
+    """Run ``agent.prompt("go")`` under ``move_on_after(seconds)`` and return the types of
+    what escaped ``prompt()`` (``[trio.Cancelled]`` when the deadline ends the run plainly)."""
+    escaped: list[BaseException] = []
+    with trio.move_on_after(seconds):
+        try:
+            await agent.prompt("go")
+        except BaseException as exc:
+            escaped.append(exc)
+            raise
+    return [type(exc) for exc in escaped]
+
+
 def assert_aborted(agent: pt.Agent) -> None:
     """The run ended in pi's aborted shape: an aborted assistant message at the tail, its
     error text in the state, and the agent idle with nothing pending."""

@@ -17,7 +17,7 @@ import pi_trio as pt
 from pi_trio._groups import only_cancelled, plain_exception
 
 from .grammar import check_events
-from .support import faux, make_agent, sleeps
+from .support import escaped_from_prompt, faux, make_agent, sleeps
 
 # --- a delivery interrupted in one tool task, while a sibling's end waits its turn ------------
 
@@ -238,14 +238,7 @@ async def test_a_deadline_through_a_tools_nursery_reaches_the_caller_as_a_plain_
 ) -> None:
     agent = make_agent([_nested_calls(count), faux.assistant_message("x")], [NURSERY_TOOL])
     agent.tool_execution = mode  # type: ignore[assignment]
-    escaped: list[BaseException] = []
-    with trio.move_on_after(1):
-        try:
-            await agent.prompt("go")
-        except BaseException as exc:
-            escaped.append(exc)
-            raise
-    assert [type(e) for e in escaped] == [trio.Cancelled]  # not a BaseExceptionGroup
+    assert await escaped_from_prompt(agent) == [trio.Cancelled]  # not a BaseExceptionGroup
     assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
 
 
@@ -278,14 +271,7 @@ async def test_a_deadline_through_a_stream_fns_nursery_reaches_the_caller_plain(
             yield stream
 
     agent = pt.Agent(pt.AgentState(model=pt.get_model("faux", "faux-1")), stream_fn=streaming)
-    escaped: list[BaseException] = []
-    with trio.move_on_after(1):
-        try:
-            await agent.prompt("go")
-        except BaseException as exc:
-            escaped.append(exc)
-            raise
-    assert [type(e) for e in escaped] == [trio.Cancelled]
+    assert await escaped_from_prompt(agent) == [trio.Cancelled]
     assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
 
 
