@@ -5,7 +5,8 @@ turns them into pi's camelCase JSON and back. Messages are mutable on purpose: t
 assistant message at the tail of a transcript is filled in place, one delta at a time.
 
 Text accumulation is amortised O(1) per delta: :class:`TextContent` and :class:`ThinkingContent`
-keep the streamed pieces in a list and join them only when ``text``/``thinking`` is read.
+keep the streamed pieces in a list and join them only when ``text``/``thinking`` is read; a block
+that is not being streamed into holds just its string.
 
 The record classes are ``@final`` (the wire format knows exactly these); an application's own
 message type is any class with a ``role`` (:class:`CustomMessage`), not a subclass of them.
@@ -13,6 +14,7 @@ message type is any class with a ``role`` (:class:`CustomMessage`), not a subcla
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias, final, runtime_checkable
@@ -44,24 +46,70 @@ __all__ = [
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
+_last_ms = [0]
+
+
 def now_ms() -> int:
-    """Wall-clock time in milliseconds since the epoch (pi's ``Date.now()``)."""
-    return time.time_ns() // 1_000_000
+    """Wall-clock time in milliseconds since the epoch (pi's ``Date.now()``).
+
+    Messages made in the same millisecond share one ``int`` object (an epoch millisecond is a
+    32-byte object, two per tool turn): thousands of agents hold fewer of them.
+    """
+    ms = time.time_ns() // 1_000_000
+    last = _last_ms[0]
+    if ms == last:
+        return last
+    _last_ms[0] = ms
+    return ms
+
+
+def _no_refcount(obj: object) -> int:
+    return 1 << 30  # an interpreter without refcounts: a piece list is never dropped
+
+
+_getrefcount: Callable[[object], int] = getattr(sys, "getrefcount", _no_refcount)
 
 
 class _Accumulating:
-    """A string built from streamed pieces; joining happens lazily, on read."""
+    """A string built from streamed pieces; joining happens lazily, on read.
 
-    __slots__ = ()
-    _parts: list[str]
+    The text is ``_text`` while ``_parts`` is None; once a piece is added, the text is
+    ``"".join(_parts)`` (``_parts[0]`` being the text so far). Reading joins the pieces and,
+    when no :meth:`appender` still refers to the list, drops it: a finished block holds one
+    string, not a list of one.
+    """
+
+    __slots__ = ("_parts", "_text")
+    _text: str
+    _parts: list[str] | None
 
     def _get(self) -> str:
         parts = self._parts
-        if len(parts) != 1:
-            joined = "".join(parts)
-            parts[:] = [joined]
-            return joined
-        return parts[0]
+        if parts is None:
+            return self._text
+        joined = "".join(parts) if len(parts) != 1 else parts[0]
+        del parts  # a reference of ours would count as an appender's
+        # self._keep(joined), inlined (read once or twice per streamed block)
+        if _getrefcount(self._parts) == _UNLENT:
+            self._parts = None
+        else:
+            self._parts[:] = [joined]  # type: ignore[index]
+        self._text = joined
+        return joined
+
+    def _set(self, value: str) -> None:
+        if self._parts is not None:
+            self._keep(value)
+        self._text = value
+
+    def _keep(self, text: str) -> None:
+        """Make ``text`` the block's whole text, a piece list being set: the list goes when
+        nothing else refers to it, else it keeps ``text`` as its one piece."""
+        if _getrefcount(self._parts) == _UNLENT:  # only the block refers to its list
+            self._parts = None
+        else:
+            self._parts[:] = [text]  # type: ignore[index]  # an appender() holds the list
+        self._text = text
 
     def append(self, delta: str) -> None:
         """Add a streamed piece: O(1), the join happens on the next read.
@@ -69,14 +117,22 @@ class _Accumulating:
         Args:
             delta: the text to add at the end.
         """
-        self._parts.append(delta)
+        parts = self._parts
+        if parts is None:
+            self._parts = [self._text, delta]
+        else:
+            parts.append(delta)
 
     def appender(self) -> Callable[[str], None]:
         """A callable that adds one streamed piece, like :meth:`append` but without a
         Python call per piece (it is the bound ``append`` of the block's piece list): for
         a loop that streams many deltas into one block. It stays valid for the life of the
-        block: reading or assigning the text keeps the same list."""
-        return self._parts.append
+        block: reading or assigning the text keeps the list while an appender refers to it
+        (let go of the appender once done streaming, and the next read frees the list)."""
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = [self._text]
+        return parts.append
 
 
 @final
@@ -85,11 +141,13 @@ class TextContent(_Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["text"]] = "text"
-    _parts: list[str]
+    _text: str
+    _parts: list[str] | None
     text_signature: str | None
 
     def __init__(self, text: str = "", text_signature: str | None = None) -> None:
-        self._parts = [text]
+        self._text = text
+        self._parts = None
         self.text_signature = text_signature
 
     @property
@@ -98,7 +156,7 @@ class TextContent(_Accumulating):
 
     @text.setter
     def text(self, value: str) -> None:
-        self._parts[:] = [value]  # in place: an appender() stays valid
+        self._set(value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TextContent):
@@ -118,14 +176,16 @@ class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
-    _parts: list[str]
+    _text: str
+    _parts: list[str] | None
     thinking_signature: str | None
     redacted: bool
 
     def __init__(
         self, thinking: str = "", thinking_signature: str | None = None, redacted: bool = False
     ) -> None:
-        self._parts = [thinking]
+        self._text = thinking
+        self._parts = None
         self.thinking_signature = thinking_signature
         self.redacted = redacted
 
@@ -135,7 +195,7 @@ class ThinkingContent(_Accumulating):
 
     @thinking.setter
     def thinking(self, value: str) -> None:
-        self._parts[:] = [value]  # in place: an appender() stays valid
+        self._set(value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThinkingContent):
@@ -153,6 +213,18 @@ class ThinkingContent(_Accumulating):
             f"ThinkingContent(thinking={self.thinking!r}, "
             f"thinking_signature={self.thinking_signature!r}, redacted={self.redacted!r})"
         )
+
+
+def _unlent_refs() -> int:
+    """The reference count ``_keep`` sees for a piece list nothing else holds, measured the
+    way ``_keep`` measures it (not assumed: it depends on how the interpreter counts)."""
+    block = TextContent()
+    block.append("")
+    return _getrefcount(block._parts)
+
+
+# without refcounts (another interpreter) no count matches: piece lists are never dropped
+_UNLENT = _unlent_refs() if _getrefcount is not _no_refcount else -1
 
 
 @final

@@ -49,7 +49,7 @@ def test_text_accumulates_without_joining_per_delta() -> None:
     # without timing the appends (timings are never test assertions)
     assert len(block._parts) == 1001  # nothing joined yet
     assert block.text == "ab" * 1000
-    assert len(block._parts) == 1  # joined once, cached
+    assert block._parts is None  # joined once: the block holds the string alone
     block.append("c")
     assert block.text.endswith("abc")
     assert block == pt.TextContent("ab" * 1000 + "c")

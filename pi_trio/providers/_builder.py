@@ -117,9 +117,16 @@ class MessageBuilder:
         append = self._appenders[index] = block.appender()
         return append
 
+    def _done_streaming(self, index: int) -> None:
+        """Let go of block ``index``'s appender: the read that follows frees its piece list
+        (a finished block holds one string)."""
+        if self._appenders is not None:
+            self._appenders.pop(index, None)
+
     def text_end(self, index: int, signature: str | None = None) -> TextEnd:
         block = self.message.content[index]
         assert isinstance(block, TextContent)
+        self._done_streaming(index)
         if signature is not None:
             block.text_signature = signature
         event = _new(TextEnd)  # TextEnd(index, block.text, self.message)
@@ -154,6 +161,7 @@ class MessageBuilder:
     ) -> ThinkingEnd:
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
+        self._done_streaming(index)
         if signature is not None:
             block.thinking_signature = signature
         if redacted is not None:

@@ -333,6 +333,7 @@ class FauxModel:
                         delta.delta = piece
                         delta.partial = partial
                         yield delta
+                    del append  # text_end's read then frees the block's piece list
                 yield builder.text_end(i, block.text_signature)
             elif isinstance(block, ThinkingContent):
                 thinking_start = builder.thinking_start()

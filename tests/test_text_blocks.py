@@ -1,0 +1,111 @@
+"""Text and thinking blocks: streamed pieces join on read, appenders stay valid, and a finished
+block holds its string alone (no piece list), which is what thousands of transcripts keep."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.providers import MessageBuilder
+
+
+def _holds_a_list(block: object) -> bool:
+    return any(type(ref) is list for ref in gc.get_referents(block))
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_an_appender_outlives_reads_and_assignments(kind: type) -> None:
+    block = kind("a")
+    add = block.appender()
+    add("b")
+    read = block.text if kind is pt.TextContent else block.thinking
+    assert read == "ab"
+    add("c")  # after a read
+    if kind is pt.TextContent:
+        block.text = "x"
+    else:
+        block.thinking = "x"
+    add("y")  # after an assignment
+    block.append("z")
+    assert (block.text if kind is pt.TextContent else block.thinking) == "xyz"
+    assert _holds_a_list(block)  # the appender's list is still the block's
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_a_block_nobody_streams_into_holds_its_string_alone(kind: type) -> None:
+    block = kind("made whole")
+    assert not _holds_a_list(block)
+    block.append(", then added to")
+    assert _holds_a_list(block)
+    text = block.text if kind is pt.TextContent else block.thinking
+    assert text == "made whole, then added to"
+    assert not _holds_a_list(block)  # no appender refers to the list: the read freed it
+    add = block.appender()
+    add("!")
+    del add
+    assert (block.text if kind is pt.TextContent else block.thinking).endswith("to!")
+    assert not _holds_a_list(block)
+
+
+def test_a_dropped_appender_lets_the_next_read_free_the_list() -> None:
+    block = pt.TextContent()
+    add = block.appender()
+    for piece in ("one ", "two"):
+        add(piece)
+    assert block.text == "one two"
+    assert _holds_a_list(block)  # still lent
+    del add
+    assert block.text == "one two"
+    assert not _holds_a_list(block)
+
+
+def test_the_builder_lets_go_of_its_appenders_at_the_block_end() -> None:
+    builder = MessageBuilder(pt.faux.FauxModel([]).model)
+    text = builder.text_start().content_index
+    thinking = builder.thinking_start().content_index
+    for piece in ("a", "b", "c"):
+        builder.text_delta(text, piece)
+        builder.thinking_delta(thinking, piece * 2)
+        # a listener reading the partial mid-stream must not cost the builder its appender
+        assert builder.message.content[text].text.endswith(piece)  # type: ignore[union-attr]
+    assert builder.text_end(text).content == "abc"
+    assert builder.thinking_end(thinking).content == "aabbcc"
+    blocks = builder.message.content
+    assert [_holds_a_list(block) for block in blocks] == [False, False]
+
+
+async def test_a_streamed_transcript_holds_no_piece_lists() -> None:
+    answers = [
+        pt.faux.assistant_message(
+            [pt.faux.thinking("let me see"), pt.faux.text("a streamed answer in pieces")]
+        )
+    ]
+    for delay in (0.0, 0.001):
+        model = pt.faux.FauxModel(answers, chunker=pt.faux.by_size(3), token_delay=delay)
+        agent = pt.Agent(pt.AgentState(model=model.model), stream_fn=model)
+        deltas: list[str] = []
+
+        def on_event(event: pt.AgentEvent, deltas: list[str] = deltas) -> None:
+            if (
+                event.type == "message_update"
+                and event.assistant_message_event.type == "text_delta"
+            ):
+                deltas.append(event.assistant_message_event.delta)
+
+        agent.subscribe(on_event)
+        with trio.fail_after(5):
+            await agent.prompt("Go.")
+        reply = agent.state.messages[-1]
+        assert isinstance(reply, pt.AssistantMessage)
+        assert len(deltas) > 3  # streamed in pieces, not as one
+        # freed at the block's end, by text_end's own read (nothing reads it later here)
+        assert [_holds_a_list(block) for block in reply.content] == [False, False]
+        assert [
+            getattr(b, "text", None) or getattr(b, "thinking", None) for b in reply.content
+        ] == [
+            "let me see",
+            "a streamed answer in pieces",
+        ]
