@@ -20,6 +20,7 @@ import trio
 
 from .._errors import AgentBusyError, ContinueError
 from ..loop import (
+    AgentLoopConfig,
     ConvertToLlm,
     FinishTurn,
     GetApiKey,
@@ -29,8 +30,7 @@ from ..loop import (
     SteeringPolicy,
     ToolExecution,
     TransformContext,
-    run_agent_loop,
-    run_agent_loop_continue,
+    run_loop,
 )
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
@@ -335,7 +335,13 @@ class Agent:
             else:
                 messages = [cast(AgentMessage, input)]
         self._check_model()
-        await self._run(messages, task_status=task_status)
+        # self._run(messages, task_status=task_status), inlined
+        config, scope, context = self._begin_run(False, task_status)
+        try:
+            with scope:
+                await run_loop(messages, context, config, self._delivery)
+        finally:
+            await self._end_run()
 
     async def continue_(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -425,6 +431,19 @@ class Agent:
         skip_initial_steering_poll: bool = False,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        # prompt() has these lines inline: one coroutine frame less per waiting run
+        config, scope, context = self._begin_run(skip_initial_steering_poll, task_status)
+        try:
+            with scope:
+                await run_loop(prompts, context, config, self._delivery)
+        finally:
+            await self._end_run()
+
+    def _begin_run(
+        self, skip_initial_steering_poll: bool, task_status: trio.TaskStatus[None]
+    ) -> tuple[AgentLoopConfig, trio.CancelScope, AgentContext]:
+        """Make this agent the running one; the config, the scope to enter around the loop
+        (``abort()`` cancels it) and the context the loop runs on."""
         state = self._state
         # first: a bad setting raises here, before this agent counts as running
         config = loop_config(self, skip_initial_steering_poll)
@@ -437,24 +456,21 @@ class Agent:
         delivery.begin_run()
         delivery._pi_trio_run_scope = scope  # the loop fails by cancelling it: no 2nd scope
         # one transcript: the loop appends to state.messages itself, at each message_end
-        context = AgentContext(state.system_prompt, state.messages, list(state.tools))
-        try:
-            with scope:
-                if prompts is None:
-                    await run_agent_loop_continue(context, config, delivery)
-                else:
-                    await run_agent_loop(prompts, context, config, delivery)
-        finally:
-            # The transcript is complete even when closing events were not delivered.
-            state.end_run()
-            delivery._pi_trio_run_scope = None
-            if delivery.recorder is not None:
-                await self._final_flush(delivery.recorder)
-            self._scope = None
-            self._run_task = None
-            idle, self._idle = self._idle, None
-            if idle is not None:
-                idle.set()
+        return config, scope, AgentContext(state.system_prompt, state.messages, list(state.tools))
+
+    async def _end_run(self) -> None:
+        """Make this agent idle again, however the run ended. The transcript is complete even
+        when closing events were not delivered; a recorder is flushed first."""
+        self._state.end_run()
+        delivery = self._delivery
+        delivery._pi_trio_run_scope = None
+        if delivery.recorder is not None:
+            await self._final_flush(delivery.recorder)
+        self._scope = None
+        self._run_task = None
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.set()
 
     async def _final_flush(self, recorder: Recorder) -> None:
         """Whatever the recorder noted without needing it durable at once (agent_end, say)

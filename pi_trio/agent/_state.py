@@ -73,6 +73,9 @@ def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     return list(value)
 
 
+_NONE_PENDING: frozenset[str] = frozenset()
+
+
 @final
 @attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
@@ -98,7 +101,8 @@ class AgentState:
     )
     is_streaming: bool = attrs.field(default=False, init=False)
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
-    _pending: set[str] = attrs.field(factory=set, init=False, repr=False)
+    # None while no tool runs (an idle agent, most of a run): no empty set per agent
+    _pending: set[str] | None = attrs.field(default=None, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
     error: BaseException | None = attrs.field(default=None, init=False)
 
@@ -121,7 +125,8 @@ class AgentState:
     @property
     def pending_tool_calls(self) -> frozenset[str]:
         """Ids of the tool calls started and not yet ended (a snapshot: O(running calls))."""
-        return frozenset(self._pending)
+        pending = self._pending
+        return _NONE_PENDING if pending is None else frozenset(pending)
 
     @property
     def provider_error(self) -> ProviderError | None:
@@ -150,9 +155,16 @@ class AgentState:
         elif cls is MessageEnd:
             self.streaming_message = None
         elif cls is ToolExecutionStart:
-            self._pending.add(event.tool_call_id)  # type: ignore[union-attr]
+            pending = self._pending
+            if pending is None:
+                pending = self._pending = set()
+            pending.add(event.tool_call_id)  # type: ignore[union-attr]
         elif cls is ToolExecutionEnd:
-            self._pending.discard(event.tool_call_id)  # type: ignore[union-attr]
+            pending = self._pending
+            if pending is not None:
+                pending.discard(event.tool_call_id)  # type: ignore[union-attr]
+                if not pending:
+                    self._pending = None
         elif cls is TurnEnd:
             message = event.message  # type: ignore[union-attr]
             if isinstance(message, AssistantMessage) and message.error_message:
@@ -175,12 +187,12 @@ class AgentState:
             self.error_message = last.error_message
         self.is_streaming = False
         self.streaming_message = None
-        self._pending.clear()
+        self._pending = None
 
     def clear(self) -> None:
         """Forget the transcript and the runtime fields (``Agent.reset``)."""
         self._messages = []
         self.is_streaming = False
         self.streaming_message = None
-        self._pending.clear()
+        self._pending = None
         self.error_message = self.error = None

@@ -11,8 +11,9 @@ recorded in the transcript.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -70,6 +71,7 @@ __all__ = [
     "default_convert_to_llm",
     "run_agent_loop",
     "run_agent_loop_continue",
+    "run_loop",
 ]
 
 
@@ -85,6 +87,23 @@ async def run_agent_loop(
     event, so it is complete and valid when this returns and when ``Cancelled`` propagates.
     """
     return await run(list(prompts), context, config, sink)
+
+
+def run_loop(
+    prompts: Sequence[AgentMessage] | None,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: EventSink,
+) -> Coroutine[Any, Any, list[AgentMessage]]:
+    """The run of :func:`run_agent_loop` (``prompts`` first) or, with ``prompts=None``, of
+    :func:`run_agent_loop_continue`, as a coroutine made at the call, to await at once.
+
+    For a caller that runs many agents (``pt.Agent`` uses it): the run holds no frame of
+    this function while it waits. Unlike those two, the run's state is built here, and the
+    continue checks (a non-empty transcript whose last message is not the assistant's) are
+    the caller's to make. Cancellation is theirs: see the module docstring.
+    """
+    return run(None if prompts is None else list(prompts), context, config, sink)
 
 
 def _check_continuable(messages: Sequence[AgentMessage]) -> None:
