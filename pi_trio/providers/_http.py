@@ -22,6 +22,11 @@ watchdog, :func:`pi_trio.providers.stream_wire` drives them. This module gets on
 * :func:`transport_failure` is the one place where httpx's exceptions become failures.
 
 Nothing here reads httpx's private attributes except :func:`_pool_facts` (why: see there).
+
+httpx itself is imported when the default client is first made (the first request of a run
+without ``http_client``), not by ``import pi_trio``: a process that only runs the faux model
+or its own stream function never loads it (~9 MB of heap, ~130 modules). The exception
+classes are taken from the HTTP stacks already imported (an exception of one implies it).
 """
 
 from __future__ import annotations
@@ -30,16 +35,18 @@ import http
 import sys
 import weakref
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
-import httpx
 import trio
 
 from ._failure import ProviderFailure, error_code, error_text, kind_of_status, shorten
 from ._options import HttpClient
 from ._retry import RETRYABLE_STATUS, RequestPolicy, parse_retry_after
+
+if TYPE_CHECKING:  # imported by the first request that uses the default client
+    import httpx
 
 __all__ = [
     "CLOSE_GRACE",
@@ -79,6 +86,8 @@ def default_client() -> httpx.AsyncClient:
         return _DEFAULT_CLIENT.get()
     except LookupError:
         pass
+    import httpx  # the first default client of the process imports it (see the module doc)
+
     client = httpx.AsyncClient(
         timeout=httpx.Timeout(connect=30.0, read=None, write=60.0, pool=None),
         limits=httpx.Limits(max_connections=DEFAULT_MAX_CONNECTIONS, max_keepalive_connections=16),
@@ -155,17 +164,24 @@ def _admission_for(client: HttpClient) -> trio.Semaphore | None:
 
 
 def http_errors() -> tuple[type[Exception], ...]:
-    """The base exception classes of the HTTP stacks a client may come from: httpx's, and
-    httpx2's once it is imported (a caller's ``httpx2.AsyncClient`` imported it already).
-    Evaluated where an exception is caught, so importing pi_trio never imports httpx2."""
-    second = sys.modules.get("httpx2")
-    return (httpx.HTTPError,) if second is None else (httpx.HTTPError, second.HTTPError)
+    """The base exception classes of the HTTP stacks a client may come from: httpx's and
+    httpx2's, each once it is imported (a client of either imported it already, and none of
+    its exceptions exists before). Evaluated where an exception is caught, so importing
+    pi_trio imports neither."""
+    return tuple(
+        stack.HTTPError
+        for stack in (sys.modules.get("httpx"), sys.modules.get("httpx2"))
+        if stack is not None
+    )
 
 
 def _stack(exc: BaseException) -> Any:
     """The module (httpx or httpx2) whose exception ``exc`` is."""
     root = type(exc).__module__.partition(".")[0]
-    return sys.modules.get(root, httpx) if root in ("httpx", "httpx2") else httpx
+    stack = sys.modules.get(root) if root in ("httpx", "httpx2") else None
+    if stack is None:
+        import httpx as stack  # e.g. a subclass defined elsewhere: httpx's names, as before
+    return stack
 
 
 def _describe(exc: BaseException) -> str:

@@ -9,8 +9,6 @@ says how long to wait or raises the failure to report, with a note on why no ret
 
 from __future__ import annotations
 
-import datetime
-import email.utils
 import math
 import random
 from collections.abc import Mapping
@@ -103,6 +101,9 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import datetime  # an HTTP date is rare: email and datetime load when one first comes
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -12,14 +12,17 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import httpx
 import trio
 
 from ._failure import ProviderFailure
 from ._http import CLOSE_GRACE, http_errors, overall_timeout, transport_failure
 from ._retry import RequestPolicy
 from ._sse import SSEEvent, SSELimitError, SSEParser
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["SSEReader"]
 

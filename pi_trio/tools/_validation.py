@@ -19,23 +19,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Union
-
-import cattrs
-from cattrs.strategies import configure_union_passthrough
-from jsonschema import validators as _js_validators
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any, Union
 
 from .._errors import ToolArgumentError
-from ._coercion import JsonSchemaCoercer
-from ._error_text import format_validation_error, problems_from_errors, problems_from_structuring
-from ._fast_check import MISS, compile_fast_check
 from ._js import js_json_stringify, js_number_to_string
 from ._schema import JsonSchema, json_schema_for
-from ._schema_walk import BranchChecks as _Checks
-from ._schema_walk import ordered_schema as _ordered_schema
-from ._typebox_convert import TypeBoxConverter
+
+if TYPE_CHECKING:  # imported by _load(), when the first validator is built
+    import cattrs
+    from jsonschema import validators as _js_validators
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.protocols import Validator
+
+    from ._coercion import JsonSchemaCoercer
+    from ._error_text import (
+        format_validation_error,
+        problems_from_errors,
+        problems_from_structuring,
+    )
+    from ._fast_check import MISS, compile_fast_check
+    from ._schema_walk import BranchChecks as _Checks
+    from ._schema_walk import ordered_schema as _ordered_schema
+    from ._typebox_convert import TypeBoxConverter
+
+    _CONVERTER: cattrs.Converter
 
 # ``_Checks`` and ``_ordered_schema`` are looked up in this module by the constructor only: a
 # test replaces them here to prove that the per-call path never rebuilds anything.
@@ -49,9 +56,75 @@ __all__ = [
     "json_schema_for",
 ]
 
+_LOADED = False
+"""Whether :func:`_load` has run (the first :class:`ArgumentValidator` runs it)."""
 
-_CONVERTER: Final = cattrs.Converter()
-configure_union_passthrough(Union[str, bool, int, float, None], _CONVERTER)  # noqa: UP007
+
+def _load() -> None:
+    """Import ``jsonschema``, ``cattrs`` and the modules built on them, into this module.
+
+    Done once, by the first :class:`ArgumentValidator` (so by the first tool built), not by
+    ``import pi_trio``: together they are ~6.7 MB of heap and ~120 modules that a process
+    whose agents have no tools never needs. Every name the per-call path uses is a module
+    global set here, so a call costs what it cost with the imports at the top of the module
+    (an instance exists only once this has run). Two threads building the first validators
+    at once both run it: the imports are serialised by the import system and the names bound
+    are the same modules and functions (only ``_CONVERTER`` is built twice, identically).
+    """
+    global _LOADED, _CONVERTER, cattrs, _js_validators, SchemaError, Validator
+    global JsonSchemaCoercer, format_validation_error, problems_from_errors
+    global problems_from_structuring, MISS, compile_fast_check, _Checks, _ordered_schema
+    global TypeBoxConverter
+    import cattrs
+    from cattrs.strategies import configure_union_passthrough
+    from jsonschema import validators as _js_validators
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.protocols import Validator
+
+    from ._coercion import JsonSchemaCoercer
+    from ._error_text import (
+        format_validation_error,
+        problems_from_errors,
+        problems_from_structuring,
+    )
+    from ._fast_check import MISS, compile_fast_check
+    from ._schema_walk import BranchChecks as _Checks
+    from ._schema_walk import ordered_schema as _ordered_schema
+    from ._typebox_convert import TypeBoxConverter
+
+    converter = cattrs.Converter()
+    configure_union_passthrough(Union[str, bool, int, float, None], converter)  # noqa: UP007
+    _CONVERTER = converter
+    _LOADED = True
+
+
+def __getattr__(name: str) -> Any:
+    """The names :func:`_load` binds, for a caller that reads one before any validator
+    exists (``from pi_trio.tools._validation import format_validation_error``)."""
+    if name in _LAZY_NAMES and not _LOADED:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY_NAMES = frozenset(
+    {
+        "_CONVERTER",
+        "cattrs",
+        "_js_validators",
+        "SchemaError",
+        "Validator",
+        "JsonSchemaCoercer",
+        "format_validation_error",
+        "problems_from_errors",
+        "problems_from_structuring",
+        "MISS",
+        "compile_fast_check",
+        "_Checks",
+        "_ordered_schema",
+        "TypeBoxConverter",
+    }
+)
 
 
 class ArgumentValidator:
@@ -99,6 +172,8 @@ class ArgumentValidator:
         Raises:
             ValueError: the schema itself is invalid (the text names the offending part).
         """
+        if not _LOADED:
+            _load()
         self._schema: JsonSchema = dict(schema)
         ordered = _ordered_schema(self._schema)
         validator_cls = _js_validators.validator_for(
