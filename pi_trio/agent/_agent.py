@@ -55,6 +55,9 @@ from ._texts import (
 
 __all__ = ["Agent", "Listener"]
 
+# the default options, shared by every agent (StreamOptions is frozen: a change is a new one)
+_NO_OPTIONS = StreamOptions()
+
 logger = logging.getLogger("pi_trio.agent")
 
 
@@ -119,7 +122,7 @@ class Agent:
         self.should_stop_after_turn = should_stop_after_turn
         self.tool_execution: ToolExecution = tool_execution
         self.session_id = session_id
-        self.stream_options = stream_options or StreamOptions()
+        self.stream_options = stream_options or _NO_OPTIONS
         self.close_timeout = close_timeout
         self.max_parallel_tools = max_parallel_tools
         self.tool_timeout = tool_timeout

@@ -163,8 +163,7 @@ def close_run(run: _Run) -> Awaitable[None] | None:
         events.insert(0, interrupted)
     if not events:
         return None
-    if run.sink_closing is not None:
-        run.sink_closing()  # e.g. blocking channels stop waiting for their readers
+    run.tell_closing()  # e.g. blocking channels stop waiting for their readers
     deliver = run.deliver
     for index, event in enumerate(events):
         try:

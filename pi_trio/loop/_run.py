@@ -83,22 +83,20 @@ class _Run:
     # slots: one run per running agent, and thousands of agents wait at once
     __slots__ = (
         "batch", "config", "context", "deliver", "failure", "interrupted", "model", "options",
-        "phase", "reply", "response_error", "scope", "send", "sink", "sink_apply", "sink_closing",
-        "stream_fn", "tool_specs", "tools", "tracing", "transcript", "turn_results",
+        "phase", "reply", "response_error", "scope", "sink", "sink_apply", "stream_fn",
+        "tool_specs", "tools", "tracing", "transcript", "turn_results",
     )  # fmt: skip
 
     def __init__(self, context: AgentContext, config: AgentLoopConfig, sink: EventSink) -> None:
         self.context = context
         self.config = config
         self.sink = sink
-        self.send = sink.send
         # a sink's synchronous-first step (pt.Agent's): None when the event is delivered, else
         # an awaitable to finish it; any other sink's send() is that awaitable every time
         self.deliver: Callable[[AgentEvent], Awaitable[None] | None] = (
             getattr(sink, _DELIVER, None) or sink.send
         )
         self.sink_apply: Callable[[AgentEvent], None] = getattr(sink, "apply", None) or _no_apply
-        self.sink_closing: Callable[[], None] | None = getattr(sink, _CLOSING, None)
         self.stream_fn = config.stream_fn or stream_simple
         self.tools: dict[str, AgentTool] = {}
         self.tool_specs: tuple[Tool, ...] = ()
@@ -132,6 +130,13 @@ class _Run:
         """State first: the run's transcript, then the sink's own state."""
         self.transcript.apply(event)
         self.sink_apply(event)
+
+    def tell_closing(self) -> None:
+        """Tell the sink the close-out begins (pt.Agent's: blocking channels stop waiting for
+        their readers); looked up now, not kept: a run closes once."""
+        closing = getattr(self.sink, _CLOSING, None)
+        if closing is not None:
+            closing()
 
     def emit_now(self, event: AgentEvent) -> Awaitable[None] | None:
         """Apply ``event``, then deliver it as far as that goes synchronously: None when it is
