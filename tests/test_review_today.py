@@ -1,0 +1,67 @@
+"""A hostile review of the per-agent memory work (issue #19): text blocks without a piece list
+once finished, the ``run_loop`` seam, the inlined ``prompt()`` run. Each test names the defect
+it pins."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import pi_trio as pt
+
+
+def _read(block: pt.TextContent | pt.ThinkingContent) -> str:
+    return block.text if isinstance(block, pt.TextContent) else block.thinking
+
+
+def _assign(block: pt.TextContent | pt.ThinkingContent, value: str) -> None:
+    if isinstance(block, pt.TextContent):
+        block.text = value
+    else:
+        block.thinking = value
+
+
+# --- copy.copy of a block: a snapshot, never a second view of the same pieces ------------------
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_a_shallow_copy_of_a_block_being_streamed_is_a_snapshot(kind: type) -> None:
+    """A listener that keeps ``copy.copy(block)`` of the partial mid-stream (a UI's snapshot)
+    got a block sharing the piece list: it kept growing with the stream, and editing it
+    rewrote the live transcript's block under the provider."""
+    block = kind("a")
+    add = block.appender()  # what the builder holds while it streams
+    add("b")
+    snapshot = copy.copy(block)
+    assert snapshot == block
+    add("c")
+    assert _read(snapshot) == "ab"  # not the stream's later pieces
+    _assign(snapshot, "edited")
+    assert _read(block) == "abc"  # the live block is untouched
+    add("d")
+    assert (_read(block), _read(snapshot)) == ("abcd", "edited")
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_a_shallow_copy_is_independent_whether_or_not_the_block_was_read(kind: type) -> None:
+    """Whether a copy shared its original's pieces depended on a hidden state (were pieces
+    appended since the last read?): same calls, different results."""
+    results = []
+    for read_first in (False, True):
+        block = kind("x")
+        block.append("y")
+        if read_first:
+            _read(block)
+        clone = copy.copy(block)
+        block.append("z")
+        results.append(_read(clone))
+    assert results == ["xy", "xy"]
+
+
+def test_a_shallow_copy_keeps_the_other_fields() -> None:
+    text = copy.copy(pt.TextContent("t", text_signature="sig"))
+    assert (text.text, text.text_signature) == ("t", "sig")
+    thinking = copy.copy(pt.ThinkingContent("r", thinking_signature="s", redacted=True))
+    assert (thinking.thinking, thinking.thinking_signature, thinking.redacted) == ("r", "s", True)
+    assert type(text) is pt.TextContent and type(thinking) is pt.ThinkingContent
