@@ -5,10 +5,15 @@ it pins."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import pi_trio as pt
+import pi_trio.otel
+from pi_trio.loop import run_loop
+from tests.support import PROMPT, faux, loop_setup
 
 
 def _read(block: pt.TextContent | pt.ThinkingContent) -> str:
@@ -65,3 +70,44 @@ def test_a_shallow_copy_keeps_the_other_fields() -> None:
     thinking = copy.copy(pt.ThinkingContent("r", thinking_signature="s", redacted=True))
     assert (thinking.thinking, thinking.thinking_signature, thinking.redacted) == ("r", "s", True)
     assert type(text) is pt.TextContent and type(thinking) is pt.ThinkingContent
+
+
+# --- run_loop(): the coroutine made at the call --------------------------------------------------
+
+
+class _Counting:
+    """The names of the spans started and ended (fed by a span processor)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.ended: list[str] = []
+
+
+@pytest.fixture
+def spans() -> Iterator[_Counting]:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    counting = _Counting()
+
+    class Processor(sdk_trace.SpanProcessor):  # type: ignore[misc, name-defined]
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            counting.started.append(span.name)
+
+        def on_end(self, span: Any) -> None:
+            counting.ended.append(span.name)
+
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(Processor())
+    pi_trio.otel.configure(tracer_provider=provider)
+    yield counting
+    pi_trio.otel.configure()
+
+
+async def test_a_run_loop_coroutine_never_awaited_leaves_no_open_span(spans: _Counting) -> None:
+    """``run_loop()`` started the run's ``invoke_agent`` span at the call: a coroutine closed
+    (or dropped) before its first step left a span that never ends."""
+    context, config, sink, _ = loop_setup([faux.assistant_message("hi")])
+    run_loop(PROMPT, context, config, sink).close()
+    assert spans.started == spans.ended == []
+    assert context.messages == []  # and nothing ran
+    await run_loop(PROMPT, context, config, sink)
+    assert sorted(spans.started) == sorted(spans.ended) == ["chat faux-1", "invoke_agent"]
