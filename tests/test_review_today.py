@@ -13,7 +13,7 @@ import pytest
 import pi_trio as pt
 import pi_trio.otel
 from pi_trio.loop import run_loop
-from tests.support import PROMPT, faux, loop_setup
+from tests.support import PROMPT, faux, loop_setup, make_agent
 
 
 def _read(block: pt.TextContent | pt.ThinkingContent) -> str:
@@ -111,3 +111,25 @@ async def test_a_run_loop_coroutine_never_awaited_leaves_no_open_span(spans: _Co
     assert context.messages == []  # and nothing ran
     await run_loop(PROMPT, context, config, sink)
     assert sorted(spans.started) == sorted(spans.ended) == ["chat faux-1", "invoke_agent"]
+
+
+# --- continue_() with a bad setting ------------------------------------------------------------
+
+
+async def test_a_bad_setting_makes_continue_raise_without_losing_the_steered_message() -> None:
+    """From an assistant tail, ``continue_()`` took the steering queue's messages, then the
+    run's configuration refused a bad setting: the ValueError came out and the message was
+    gone (neither queued nor in the transcript)."""
+    agent = make_agent([faux.assistant_message("first"), faux.assistant_message("second")])
+    await agent.prompt("go")
+    agent.steer(pt.UserMessage("steered"))
+    agent.max_parallel_tools = 0
+    with pytest.raises(ValueError, match="max_parallel_tools"):
+        await agent.continue_()
+    assert agent.has_queued_messages()
+    agent.max_parallel_tools = None
+    await agent.continue_()
+    assert [getattr(m, "content", None) for m in agent.state.messages[-2:]] == [
+        "steered",
+        faux.assistant_message("second").content,
+    ]
