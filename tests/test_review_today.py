@@ -108,7 +108,7 @@ async def test_a_run_loop_coroutine_never_awaited_leaves_no_open_span(spans: _Co
     context, config, sink, _ = loop_setup([faux.assistant_message("hi")])
     run_loop(PROMPT, context, config, sink).close()
     assert spans.started == spans.ended == []
-    assert context.messages == []  # and nothing ran
+    assert (context.messages, sink.events) == ([], [])  # and nothing ran
     await run_loop(PROMPT, context, config, sink)
     assert sorted(spans.started) == sorted(spans.ended) == ["chat faux-1", "invoke_agent"]
 
