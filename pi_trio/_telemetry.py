@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .messages import AssistantMessage, Context, ToolCall
     from .models import Model
 
-__all__ = ["RunTracing", "configure", "end_tool", "start_run", "start_tool"]
+__all__ = ["RunTracing", "configure", "end_tool", "start_run", "start_tool", "tracing_on"]
 
 T = TypeVar("T")
 
@@ -250,6 +250,11 @@ class RunTracing:
                 exc, Exception) else _error_type(exc))  # fmt: skip
             span.set_attribute("gen_ai.response.finish_reasons", ["aborted"])
             span.end()
+
+
+def tracing_on() -> bool:
+    """Whether a run starting now is traced (:func:`start_run` would make its spans)."""
+    return _tracer() is not None
 
 
 def start_run(model: Model, session_id: str | None) -> RunTracing | None:

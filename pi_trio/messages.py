@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, TypeAlias, final, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias, final, runtime_checkable
 
 import attrs
 
@@ -133,6 +133,18 @@ class _Accumulating:
         if parts is None:
             parts = self._parts = [self._text]
         return parts.append
+
+    def __copy__(self) -> Self:
+        """A snapshot (``copy.copy``): the text so far and the other fields, no piece list
+        (sharing it, the copy would grow with the stream and an edit of the copy would
+        rewrite this block)."""
+        text = self._get()
+        clone = object.__new__(type(self))
+        for field in attrs.fields(type(self)):  # type: ignore[arg-type]  # attrs subclasses
+            setattr(clone, field.name, getattr(self, field.name))
+        clone._text = text
+        clone._parts = None
+        return clone
 
 
 @final

@@ -367,6 +367,7 @@ class Agent:
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
         if messages[-1].role == "assistant":
+            check_settings(self)  # a bad setting raises before a queued message is taken
             if self.recorder is not None:  # durable before a run takes it
                 await self.recorder.flush()
                 if self._scope is not None:  # a run began while we waited for the flush

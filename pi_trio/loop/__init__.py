@@ -1,12 +1,12 @@
 """The stateless agent loop: pi's double loop on Trio.
 
 ``run_agent_loop`` / ``run_agent_loop_continue`` run in the caller's task and send every event
-to a sink; ``agent_loop`` / ``agent_loop_continue`` hand the events out through a memory
-channel. The caller's cancel scope is the one abort source: cancel it (``move_on_after``, a
-nursery shutting down, ``cancel_scope.cancel()``) and the run closes its transcript in pi's
-aborted shape, delivers the closing events within ``config.close_timeout``, then lets
-``Cancelled`` out. Failures of the model, the tools or the hooks never raise: they are
-recorded in the transcript.
+to a sink (``run_loop`` is either, as a coroutine to await); ``agent_loop`` /
+``agent_loop_continue`` hand the events out through a memory channel. The caller's cancel
+scope is the one abort source: cancel it (``move_on_after``, a nursery shutting down,
+``cancel_scope.cancel()``) and the run closes its transcript in pi's aborted shape, delivers
+the closing events within ``config.close_timeout``, then lets ``Cancelled`` out. Failures of
+the model, the tools or the hooks never raise: they are recorded in the transcript.
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ def run_loop(
     For a caller that runs many agents (``pt.Agent`` uses it): the run holds no frame of
     this function while it waits. Unlike those two, the run's state is built here, and the
     continue checks (a non-empty transcript whose last message is not the assistant's) are
-    the caller's to make. Cancellation is theirs: see the module docstring.
+    the caller's to make. Cancellation is theirs: see the module docstring. A coroutine
+    closed or dropped before it is awaited ran nothing: no event, no transcript change, no
+    tracing span.
     """
     return run(None if prompts is None else list(prompts), context, config, sink)
 

@@ -27,7 +27,7 @@ import trio
 from .._callbacks import call_maybe_async, exception_text, is_awaitable
 from .._groups import plain_exception
 from .._logging import log_failure, loop_logger
-from .._telemetry import RunTracing, start_run
+from .._telemetry import RunTracing, start_run, tracing_on
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -205,11 +205,12 @@ class _Run:
     ) -> Coroutine[Any, Any, list[AgentMessage]]:
         """The run as one coroutine to await. Untraced under a ``pt.Agent``, that is
         :meth:`_execute` itself: no wrapper frame, so an agent waiting mid-run holds (and an
-        abort unwinds) fewer; the agent entered the scope it lent (``sink._pi_trio_run_scope``)."""
-        tracing = self.tracing = start_run(self.model, self.options.session_id)
-        if tracing is None:
+        abort unwinds) fewer; the agent entered the scope it lent (``sink._pi_trio_run_scope``).
+        Traced, the run's span starts with its first step: a coroutine closed unawaited leaves
+        none open."""
+        if not tracing_on():
             return self._scoped(prompts)
-        return self._traced(tracing, prompts)
+        return self._traced(prompts)
 
     def _scoped(
         self, prompts: Sequence[AgentMessage] | None
@@ -223,9 +224,10 @@ class _Run:
             return await self._execute(prompts)
         return self.transcript.new_messages
 
-    async def _traced(
-        self, tracing: RunTracing, prompts: Sequence[AgentMessage] | None
-    ) -> list[AgentMessage]:
+    async def _traced(self, prompts: Sequence[AgentMessage] | None) -> list[AgentMessage]:
+        tracing = self.tracing = start_run(self.model, self.options.session_id)
+        if tracing is None:  # its tracer provider went away since execute()
+            return await self._scoped(prompts)
         try:
             return await tracing.run(lambda: self._scoped(prompts))
         finally:
