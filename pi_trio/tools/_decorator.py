@@ -10,8 +10,9 @@ The decorator returns an :class:`AgentTool` whose parameters are an attrs class 
 signature, so arguments are coerced, validated and structured (nested attrs classes, enums,
 tuples ...) before the function is called with them as keyword arguments. An ``async def`` runs
 in the loop's task; a plain ``def`` in a worker thread. The return value becomes the tool result:
-a ``ToolResult`` as is, a ``str`` as its text, anything else as JSON text with the value in
-``details``.
+a ``ToolResult`` as is, a ``str`` as its text, a content block (``TextContent``,
+``ImageContent``) or a list of them as the result's content, anything else as JSON text with
+the value in ``details``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Annotated, Any, get_args, get_origin, overload
 import attrs
 
 from ..events import ToolResult
-from ..messages import TextContent
+from ..messages import ImageContent, TextContent
 from ._agent_tool import AgentTool, OnUpdate, ToolExecutionMode
 
 __all__ = ["parse_docstring", "result_from_value", "tool"]
@@ -152,6 +153,14 @@ def result_from_value(value: Any) -> ToolResult:
         return value
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
+    if isinstance(value, TextContent | ImageContent):
+        return ToolResult([value])
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(block, TextContent | ImageContent) for block in value)
+    ):
+        return ToolResult(list(value))
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
 
