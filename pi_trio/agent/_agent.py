@@ -241,7 +241,8 @@ class Agent:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` for every event, awaited in subscription order.
 
-        A listener returns None or an awaitable. It runs inside the run's cancel scope; one that
+        A listener returns None or an awaitable, which is awaited (any other value it returns is
+        ignored, as pi ignores it). It runs inside the run's cancel scope; one that
         raises ends the run with an error message (the transcript stays valid). Returns a
         function that unsubscribes.
         """

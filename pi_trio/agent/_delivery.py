@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from inspect import isawaitable
 from typing import TYPE_CHECKING, TypeAlias
 
 from .._logging import log_failure
@@ -164,7 +165,7 @@ class Delivery:
                 self._resume = (event, (), (listener,), 1)
                 self._careful = True
                 raise
-            if pending is not None:
+            if pending is not None and isawaitable(pending):
                 return self._await_then_rest(event, (listener,), 1, pending, None)
             return None
         listeners = self._listeners
@@ -183,7 +184,9 @@ class Delivery:
                 self._resume = (event, (), listeners, index)
                 self._careful = True
                 raise
-            if pending is not None:  # this listener waits: the rest goes on in a coroutine
+            # this listener waits: the rest goes on in a coroutine (any other value it returns
+            # is ignored, as pi ignores it: ``lambda e: e.type == "x" and seen.append(e)``)
+            if pending is not None and isawaitable(pending):
                 return self._await_then_rest(event, listeners, index, pending, failure)
         if failure is not None:
             raise failure
@@ -312,7 +315,7 @@ class Delivery:
             index += 1
             try:
                 pending = listener(event)
-                if pending is not None:
+                if pending is not None and isawaitable(pending):
                     await pending
             except Exception as exc:
                 _listener_failed(listener, event, exc)
