@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import TypeVar, overload
+from typing import TypeVar, cast, overload
 
 from ..events import AgentEvent, MessageEnd, MessageStart
 from ..messages import AgentMessage, AssistantMessage, Message, ToolResultMessage, UserMessage
@@ -75,7 +75,7 @@ class Transcript:
             message, so a request costs the same on a long transcript as on a short one.
     """
 
-    __slots__ = ("_llm", "messages", "new_messages", "open", "taken")
+    __slots__ = ("_llm", "_llm_base", "messages", "new_messages", "open", "taken")
 
     def __init__(self, messages: list[AgentMessage], *, incremental_llm: bool) -> None:
         self.messages = messages
@@ -85,9 +85,16 @@ class Transcript:
         # the next one to start last, so starting it pops the end: O(1), where deleting the
         # head made announcing n taken messages (a prompt of n, a steering batch) O(n**2)
         self.taken: list[AgentMessage] = []
-        self._llm: list[Message] | None = (
-            default_convert_to_llm(messages) if incremental_llm else None
-        )
+        # The model's view, kept incrementally: ``messages`` itself while it holds only
+        # messages for the model (no copy of the transcript per run: 8 bytes a message per
+        # running agent), a filtered copy once it holds others; None when not kept.
+        self._llm: list[Message] | None = None
+        self._llm_base = len(messages)  # its length before the run: + new_messages while shared
+        if incremental_llm:
+            if all(isinstance(m, _LLM_TYPES) for m in messages):
+                self._llm = cast("list[Message]", messages)
+            else:
+                self._llm = default_convert_to_llm(messages)
 
     def take(self, messages: Sequence[AgentMessage]) -> bool:
         """Add messages that will be announced next; True when there were any."""
@@ -120,13 +127,23 @@ class Transcript:
         self.messages.append(message)
         self.new_messages.append(message)
         llm = self._llm
-        if llm is not None and isinstance(message, _LLM_TYPES):
+        if llm is None or llm is self.messages:  # not kept, or shared: grows with messages
+            if llm is not None and not isinstance(message, _LLM_TYPES):
+                # the first message the model does not see: a filtered copy from now on
+                self._llm = default_convert_to_llm(self.messages)
+        elif isinstance(message, _LLM_TYPES):
             llm.append(message)
 
     def llm_view(self) -> Sequence[Message] | None:
         """The model's view of the ended messages, when it is kept incrementally."""
         llm = self._llm
-        return None if llm is None else TranscriptView(llm, len(llm))
+        if llm is None:
+            return None
+        if llm is self.messages and len(llm) != self._llm_base + len(self.new_messages):
+            # changed other than by this run (a listener added or removed messages): the
+            # model sees what it holds now, filtered, and the view is a copy from here on
+            llm = self._llm = default_convert_to_llm(llm)
+        return TranscriptView(llm, len(llm))
 
     def finish(self) -> list[AgentEvent]:
         """The events that end the open message and announce every taken one, in order
