@@ -11,8 +11,9 @@ signature, so arguments are coerced, validated and structured (nested attrs clas
 tuples ...) before the function is called with them as keyword arguments. An ``async def`` runs
 in the loop's task; a plain ``def`` in a worker thread. The return value becomes the tool result:
 a ``ToolResult`` as is, a ``str`` as its text, a content block (``TextContent``,
-``ImageContent``) or a list of them as the result's content, anything else as JSON text with
-the value in ``details``.
+``ImageContent``) or a list of them as the result's content (a thinking block, a tool call, or
+a list mixing blocks with other values fails the call: the model would see their reprs),
+anything else as JSON text with the value in ``details``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Annotated, Any, get_args, get_origin, overload
 import attrs
 
 from ..events import ToolResult
-from ..messages import ImageContent, TextContent
+from ..messages import ImageContent, TextContent, ThinkingContent, ToolCall
 from ._agent_tool import AgentTool, OnUpdate, ToolExecutionMode
 
 __all__ = ["parse_docstring", "result_from_value", "tool"]
@@ -147,22 +148,38 @@ def _build(
     )
 
 
+_BLOCKS = (TextContent, ImageContent, ThinkingContent, ToolCall)
+
+
 def result_from_value(value: Any) -> ToolResult:
-    """A tool function's return value as a :class:`ToolResult`."""
+    """A tool function's return value as a :class:`ToolResult`.
+
+    Raises:
+        TypeError: a thinking block or a tool call, alone or in a list, or a list mixing
+            content blocks with other values: not a tool result's content (the model would
+            see the repr, or the private fields, of each block).
+    """
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
     if isinstance(value, TextContent | ImageContent):
         return ToolResult([value])
-    if (
-        isinstance(value, list | tuple)
-        and value
-        and all(isinstance(block, TextContent | ImageContent) for block in value)
-    ):
+    if isinstance(value, _BLOCKS):
+        raise TypeError(_NOT_CONTENT.format(f"a {type(value).__name__}"))
+    if isinstance(value, list | tuple) and any(isinstance(item, _BLOCKS) for item in value):
+        for item in value:
+            if not isinstance(item, TextContent | ImageContent):
+                raise TypeError(_NOT_CONTENT.format(f"a list holding a {type(item).__name__}"))
         return ToolResult(list(value))
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
+
+
+_NOT_CONTENT = (
+    "the tool returned {}: a tool result's content is TextContent and ImageContent blocks; "
+    "return a str, one such block, a list of them, or a pt.ToolResult"
+)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
