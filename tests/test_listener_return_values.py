@@ -36,3 +36,27 @@ async def test_a_listener_returning_a_plain_value_does_not_fail_the_run(listener
     assert [event.type for event in ends] == ["agent_end"]
     if listeners == 2:  # the listeners after it still had every event, awaited
         assert awaited[0] == "agent_start" and awaited[-1] == "agent_end"
+
+
+async def test_an_async_function_returned_uncalled_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = _agent()
+    done = trio.Event()
+    agent.subscribe(lambda event: done.wait)  # type: ignore[arg-type, return-value]
+    with caplog.at_level("WARNING", logger="pi_trio.agent"):
+        with trio.fail_after(5):
+            await agent.prompt("go")
+    assert agent.state.error_message is None  # ignored, as pi ignores it
+    warnings = [r for r in caplog.records if "without calling it" in r.getMessage()]
+    assert warnings and "Event.wait" in warnings[0].getMessage()
+    assert "agent_start" in warnings[0].getMessage()
+    assert not [r for r in caplog.records if "returned" in r.getMessage() and r not in warnings]
+
+
+async def test_a_plain_value_returned_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    agent = _agent()
+    agent.subscribe(lambda event: event.type == "agent_end")  # type: ignore[arg-type, return-value]
+    with caplog.at_level("DEBUG", logger="pi_trio"):
+        await agent.prompt("go")
+    assert not [r for r in caplog.records if "without calling it" in r.getMessage()]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from inspect import isawaitable
+from inspect import isawaitable, iscoroutinefunction
 from typing import TYPE_CHECKING, TypeAlias
 
 from .._logging import log_failure
@@ -165,8 +165,10 @@ class Delivery:
                 self._resume = (event, (), (listener,), 1)
                 self._careful = True
                 raise
-            if pending is not None and isawaitable(pending):
-                return self._await_then_rest(event, (listener,), 1, pending, None)
+            if pending is not None:
+                if isawaitable(pending):
+                    return self._await_then_rest(event, (listener,), 1, pending, None)
+                _returned(listener, event, pending)
             return None
         listeners = self._listeners
         failure: Exception | None = None
@@ -186,8 +188,10 @@ class Delivery:
                 raise
             # this listener waits: the rest goes on in a coroutine (any other value it returns
             # is ignored, as pi ignores it: ``lambda e: e.type == "x" and seen.append(e)``)
-            if pending is not None and isawaitable(pending):
-                return self._await_then_rest(event, listeners, index, pending, failure)
+            if pending is not None:
+                if isawaitable(pending):
+                    return self._await_then_rest(event, listeners, index, pending, failure)
+                _returned(listener, event, pending)
         if failure is not None:
             raise failure
         return None
@@ -315,8 +319,11 @@ class Delivery:
             index += 1
             try:
                 pending = listener(event)
-                if pending is not None and isawaitable(pending):
-                    await pending
+                if pending is not None:
+                    if isawaitable(pending):
+                        await pending
+                    else:
+                        _returned(listener, event, pending)
             except Exception as exc:
                 _listener_failed(listener, event, exc)
                 if failure is None:
@@ -332,6 +339,21 @@ class Delivery:
 def _listener_failed(listener: Listener, event: AgentEvent, exc: Exception) -> None:
     """Log a listener's exception once, with its traceback (the run it ends does not again)."""
     log_failure(logger, logging.ERROR, exc, "listener %s raised on %s", _name(listener), event.type)
+
+
+def _returned(listener: Listener, event: AgentEvent, value: object) -> None:
+    """A listener returned neither None nor an awaitable: ignored, as pi ignores it, but an
+    async function returned uncalled is a bug in the listener, and is logged."""
+    call = getattr(value, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    if iscoroutinefunction(value) or iscoroutinefunction(call):
+        logger.warning(
+            "listener %s returned the async function %s on %s without calling it: nothing "
+            "was awaited (return %s(...) or await it)",
+            _name(listener),
+            getattr(value, "__qualname__", type(value).__qualname__),
+            event.type,
+            getattr(value, "__name__", "it"),
+        )
 
 
 def _name(listener: Listener) -> str:
