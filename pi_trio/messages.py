@@ -89,12 +89,7 @@ class _Accumulating:
             return self._text
         joined = "".join(parts) if len(parts) != 1 else parts[0]
         del parts  # a reference of ours would count as an appender's
-        # self._keep(joined), inlined (read once or twice per streamed block)
-        if _getrefcount(self._parts) == _UNLENT:
-            self._parts = None
-        else:
-            self._parts[:] = [joined]  # type: ignore[index]
-        self._text = joined
+        self._keep(joined)
         return joined
 
     def _set(self, value: str) -> None:
