@@ -119,13 +119,19 @@ async def test_without_a_record_the_calls_are_counted_and_indexed_all_the_same()
 
 async def test_the_script_is_taken_in_order_and_let_go_of_once_taken() -> None:
     import gc
-    import weakref
 
     first, second, third = (faux.assistant_message(text) for text in ("one", "two", "three"))
     scripted = faux.FauxModel([first, second])
     scripted.append_responses([third])
     assert scripted.pending_count == 3
-    gone = weakref.ref(first)
+    # messages take no weak references: watch the first step's content list instead, which
+    # only that message refers to (a streamed answer is built in a list of its own)
+    first_content = first.content
+
+    def first_alive() -> bool:
+        return any(isinstance(r, pt.AssistantMessage) for r in gc.get_referrers(first_content))
+
+    assert first_alive()
     texts = []
     del first
     for left in (2, 1, 0):
@@ -133,7 +139,7 @@ async def test_the_script_is_taken_in_order_and_let_go_of_once_taken() -> None:
         texts.append(events[-1].message.content[0].text)
         assert scripted.pending_count == left
         gc.collect()
-        assert gone() is None  # the model holds no step it has already answered with
+        assert not first_alive()  # the model holds no step it has already answered with
     assert texts == ["one", "two", "three"]
     scripted.set_responses([second, third])
     assert scripted.pending_count == 2
