@@ -22,8 +22,19 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias, final, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Literal,
+    Protocol,
+    Self,
+    TypeAlias,
+    final,
+    runtime_checkable,
+)
 
 import attrs
 
@@ -79,15 +90,23 @@ _getrefcount: Callable[[object], int] = getattr(sys, "getrefcount", _no_refcount
 class _Accumulating:
     """A string built from streamed pieces; joining happens lazily, on read.
 
-    The text is ``_text`` while ``_parts`` is None; once a piece is added, the text is
+    The string is stored in the slot of the subclass's public field (``text``/``thinking``),
+    reached under the name ``_text`` (:func:`_streamed` swaps the field's name for a property).
+    While ``_parts`` is None the string is the text; once a piece is added, the text is
     ``"".join(_parts)`` (``_parts[0]`` being the text so far). Reading joins the pieces and,
     when no :meth:`appender` still refers to the list, drops it: a finished block holds one
     string, not a list of one.
     """
 
-    __slots__ = ("_parts", "_text")
+    # the string's slot is the subclass's field's; mypy is told of it as one of ours
+    __slots__ = ("_parts", "_text") if TYPE_CHECKING else ("_parts",)
     _text: str
     _parts: list[str] | None
+
+    def _start(self, text: str) -> None:
+        """The block holds ``text`` and no piece list (its ``__init__`` calls this first)."""
+        self._text = text
+        self._parts = None
 
     def _get(self) -> str:
         parts = self._parts
@@ -139,37 +158,48 @@ class _Accumulating:
         """A snapshot (``copy.copy``): the text so far and the other fields, no piece list
         (sharing it, the copy would grow with the stream and an edit of the copy would
         rewrite this block)."""
-        text = self._get()
         clone = object.__new__(type(self))
+        clone._parts = None
         for field in attrs.fields(type(self)):  # type: ignore[arg-type]  # attrs subclasses
             setattr(clone, field.name, getattr(self, field.name))
-        clone._text = text
-        clone._parts = None
         return clone
+
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:
+        """Pickled and deep-copied by its fields (the text joined, no piece list)."""
+        fields = attrs.fields(type(self))  # type: ignore[arg-type]  # attrs subclasses
+        return type(self), tuple(getattr(self, field.name) for field in fields)
+
+
+def _streamed(cls: type[Any], field: str) -> None:
+    """Make ``cls.<field>`` the joined text: the slot attrs made for the field stays its
+    storage, reached as ``_text`` (a slot read, as fast as any attribute), and the field's name
+    becomes a property. ``attrs.fields``, ``evolve``, ``asdict`` and ``match`` then see the
+    public field and read its whole text."""
+    cls._text = cls.__dict__[field]  # the field's slot (a member descriptor)
+    get, set_ = (_method_of(cls, field, function) for function in (cls._get, cls._set))
+    setattr(cls, field, property(get, set_, doc=f"The {field}, pieces joined on read."))
+
+
+def _method_of(cls: type[Any], name: str, function: Any) -> Any:
+    """``function`` under the name ``cls.<name>`` (same code, no extra call): what help(),
+    tracebacks and the reference show for the property."""
+    named = types.FunctionType(function.__code__, function.__globals__, name)
+    named.__qualname__ = f"{cls.__qualname__}.{name}"
+    return named
 
 
 @final
-@attrs.define(init=False, eq=False, repr=False, weakref_slot=False)
+@attrs.define(init=False, eq=False, repr=False, weakref_slot=False, getstate_setstate=False)
 class TextContent(_Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["text"]] = "text"
-    _text: str
-    _parts: list[str] | None
+    text: str
     text_signature: str | None
 
     def __init__(self, text: str = "", text_signature: str | None = None) -> None:
-        self._text = text
-        self._parts = None
+        self._start(text)
         self.text_signature = text_signature
-
-    @property
-    def text(self) -> str:
-        return self._get()
-
-    @text.setter
-    def text(self, value: str) -> None:
-        self._set(value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TextContent):
@@ -183,32 +213,25 @@ class TextContent(_Accumulating):
         return f"TextContent(text={self.text!r}{extra})"
 
 
+_streamed(TextContent, "text")
+
+
 @final
-@attrs.define(init=False, eq=False, repr=False, weakref_slot=False)
+@attrs.define(init=False, eq=False, repr=False, weakref_slot=False, getstate_setstate=False)
 class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
-    _text: str
-    _parts: list[str] | None
+    thinking: str
     thinking_signature: str | None
     redacted: bool
 
     def __init__(
         self, thinking: str = "", thinking_signature: str | None = None, redacted: bool = False
     ) -> None:
-        self._text = thinking
-        self._parts = None
+        self._start(thinking)
         self.thinking_signature = thinking_signature
         self.redacted = redacted
-
-    @property
-    def thinking(self) -> str:
-        return self._get()
-
-    @thinking.setter
-    def thinking(self, value: str) -> None:
-        self._set(value)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThinkingContent):
@@ -226,6 +249,9 @@ class ThinkingContent(_Accumulating):
             f"ThinkingContent(thinking={self.thinking!r}, "
             f"thinking_signature={self.thinking_signature!r}, redacted={self.redacted!r})"
         )
+
+
+_streamed(ThinkingContent, "thinking")
 
 
 def _unlent_refs() -> int:

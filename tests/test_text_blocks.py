@@ -3,8 +3,11 @@ block holds its string alone (no piece list), which is what thousands of transcr
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 
+import attrs
 import pytest
 import trio
 
@@ -109,3 +112,29 @@ async def test_a_streamed_transcript_holds_no_piece_lists() -> None:
             "let me see",
             "a streamed answer in pieces",
         ]
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_attrs_tools_see_the_public_fields_and_the_whole_text(kind: type) -> None:
+    # a block mid-stream: its string slot still holds the first piece alone
+    main = "text" if kind is pt.TextContent else "thinking"
+    block = kind("a")
+    add = block.appender()
+    add("b")
+    block.append("c")
+    names = [field.name for field in attrs.fields(kind)]
+    assert names[0] == main and all(not name.startswith("_") for name in names)
+    assert kind.__match_args__[0] == main
+    assert attrs.asdict(block)[main] == "abc"
+    changed = attrs.evolve(block, **{main: "new"})
+    assert type(changed) is kind and getattr(changed, main) == "new"
+    assert getattr(attrs.evolve(block), main) == "abc"
+    match block:
+        case pt.TextContent(text) | pt.ThinkingContent(text):
+            assert text == "abc"
+    for clone in (copy.copy(block), copy.deepcopy(block), pickle.loads(pickle.dumps(block))):
+        assert clone == block and not _holds_a_list(clone)
+    add("d")  # the block streams on; its copies do not
+    assert getattr(block, main) == "abcd" and getattr(clone, main) == "abc"
+    message = pt.AssistantMessage([block], "faux", "faux", "faux-1", pt.Usage(), "stop")
+    assert attrs.asdict(message)["content"][0][main] == "abcd"
