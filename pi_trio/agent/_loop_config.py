@@ -71,7 +71,10 @@ def loop_config(agent: Agent, skip_initial_steering_poll: bool) -> AgentLoopConf
         max_parallel_tools=agent.max_parallel_tools,
         tool_timeout=agent.tool_timeout,
         steering_policy=agent.steering_policy,
-        steering_signal=queues.steering.next_put,
+        # only "at_tool_boundary" waits on it: no bound method per run otherwise
+        steering_signal=(
+            queues.steering.next_put if agent.steering_policy == "at_tool_boundary" else None
+        ),
         finish_turn=finish_turn,
         prepare_request=agent.prepare_request,
         prepare_next_turn=agent.prepare_next_turn,
