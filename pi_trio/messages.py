@@ -194,8 +194,8 @@ class TextContent(_Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["text"]] = "text"
-    text: str
-    text_signature: str | None
+    text: str = ""  # the defaults are __init__'s, for attrs.fields and cattrs to see
+    text_signature: str | None = None
 
     def __init__(self, text: str = "", text_signature: str | None = None) -> None:
         self._start(text)
@@ -222,9 +222,9 @@ class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
-    thinking: str
-    thinking_signature: str | None
-    redacted: bool
+    thinking: str = ""
+    thinking_signature: str | None = None
+    redacted: bool = False
 
     def __init__(
         self, thinking: str = "", thinking_signature: str | None = None, redacted: bool = False

@@ -138,3 +138,15 @@ def test_attrs_tools_see_the_public_fields_and_the_whole_text(kind: type) -> Non
     assert getattr(block, main) == "abcd" and getattr(clone, main) == "abc"
     message = pt.AssistantMessage([block], "faux", "faux", "faux-1", pt.Usage(), "stop")
     assert attrs.asdict(message)["content"][0][main] == "abcd"
+
+
+def test_a_plain_cattrs_converter_round_trips_a_block() -> None:
+    # the fields' defaults are __init__'s: a converter of the user's own needs only the text
+    import cattrs
+
+    converter = cattrs.Converter()
+    block = converter.structure({"text": "hi"}, pt.TextContent)
+    block.append(" there")
+    assert converter.unstructure(block) == {"text": "hi there", "text_signature": None}
+    thinking = converter.structure({"thinking": "hm", "redacted": True}, pt.ThinkingContent)
+    assert (thinking.thinking, thinking.redacted, thinking.thinking_signature) == ("hm", True, None)
