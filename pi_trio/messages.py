@@ -14,8 +14,8 @@ message type is any class with a ``role`` (:class:`CustomMessage`), not a subcla
 Messages, content blocks and usage records have no ``__weakref__`` slot (like a dataclass
 with ``slots=True``): a transcript is most of what a running agent holds, and the slot cost
 16 B per object after allocator rounding, ~0.7 KiB per agent over ten tool turns.
-``weakref.ref(message)`` raises ``TypeError``; keep messages by identity (``id()``) or in
-a list instead.
+``weakref.ref(message)`` raises ``TypeError``: hold messages in a list or dict instead (an
+``id()`` key only while the message itself is held too: a freed object's id is reused).
 """
 
 from __future__ import annotations
@@ -183,8 +183,11 @@ def _streamed(cls: type[Any], field: str) -> None:
 def _method_of(cls: type[Any], name: str, function: Any) -> Any:
     """``function`` under the name ``cls.<name>`` (same code, no extra call): what help(),
     tracebacks and the reference show for the property."""
-    named = types.FunctionType(function.__code__, function.__globals__, name)
-    named.__qualname__ = f"{cls.__qualname__}.{name}"
+    qualname = f"{cls.__qualname__}.{name}"
+    # the code's own names too: a traceback shows the code's, not the function's
+    code = function.__code__.replace(co_name=name, co_qualname=qualname)
+    named = types.FunctionType(code, function.__globals__, name)
+    named.__qualname__ = qualname
     return named
 
 
@@ -194,7 +197,9 @@ class TextContent(_Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["text"]] = "text"
-    text: str = ""  # the defaults are __init__'s, for attrs.fields and cattrs to see
+    # the optional fields' defaults are __init__'s, for tools that read attrs.fields (cattrs);
+    # the string has none there, so a union of blocks tells them apart by it
+    text: str
     text_signature: str | None = None
 
     def __init__(self, text: str = "", text_signature: str | None = None) -> None:
@@ -222,7 +227,9 @@ class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
-    thinking: str = ""
+    # the optional fields' defaults are __init__'s, for tools that read attrs.fields (cattrs);
+    # the string has none there, so a union of blocks tells them apart by it
+    thinking: str
     thinking_signature: str | None = None
     redacted: bool = False
 
