@@ -179,27 +179,6 @@ async def test_an_agent_holds_a_pending_set_only_while_a_tool_runs() -> None:
 def test_transcript_records_have_no_weakref_slot() -> None:
     # A transcript is most of what a running agent holds: the __weakref__ slot cost 16 B per
     # message, tool call and usage record after allocator rounding (~0.7 KiB per agent in S5x)
-    from pi_trio.messages import (
-        AssistantMessage,
-        ImageContent,
-        TextContent,
-        ThinkingContent,
-        ToolCall,
-        ToolResultMessage,
-        Usage,
-        UsageCost,
-        UserMessage,
-    )
-
-    records = (
-        AssistantMessage,
-        ImageContent,
-        TextContent,
-        ThinkingContent,
-        ToolCall,
-        ToolResultMessage,
-        Usage,
-        UsageCost,
-        UserMessage,
-    )
+    names = "AssistantMessage ImageContent TextContent ThinkingContent ToolCall ToolResultMessage"
+    records = [getattr(pt, name) for name in f"{names} Usage UsageCost UserMessage".split()]
     assert [cls.__name__ for cls in records if cls.__weakrefoffset__] == []
