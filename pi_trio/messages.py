@@ -227,9 +227,7 @@ class ThinkingContent(_Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
-    # the optional fields' defaults are __init__'s, for tools that read attrs.fields (cattrs);
-    # the string has none there, so a union of blocks tells them apart by it
-    thinking: str
+    thinking: str  # no default in attrs.fields, as TextContent's text
     thinking_signature: str | None = None
     redacted: bool = False
 
