@@ -9,15 +9,20 @@ transcript, model and settings.
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._errors import PiError
 from ._models import SCRIPTED, CliError
 
-__all__ = ["add_worker_parser", "run_worker"]
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["add_worker_parser", "run_worker", "serve_worker"]
 
 
 def add_worker_parser(commands: Any) -> None:
@@ -55,28 +60,76 @@ def run_worker(args: argparse.Namespace) -> int:
         args.model, token_delay=args.delay, system_prompt=SYSTEM_PROMPT, base_url=args.base_url
     )
 
-    def options(session_id: str) -> dict[str, Any]:
-        template = make_agent()
-        return {"initial_state": template.state, "stream_fn": template.stream_fn}
-
     async def main() -> None:
-        from ..sessions import open_session_store, serve_sessions
-
-        async with open_session_store(args.store, lease_ttl=args.lease_ttl) as store:
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(
-                        lambda task_status: serve_sessions(
-                            store, options, concurrency=args.concurrency, task_status=task_status
-                        )
-                    )
-                    print(f"pi-trio worker: serving {store.backend.description}", flush=True)
-                    async for _ in signals:
-                        nursery.cancel_scope.cancel()
-                        break
+        with (
+            trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
+            trio.CancelScope() as scope,
+        ):
+            # a system task, not a nursery: the store's errors reach ``except PiError`` bare
+            trio.lowlevel.spawn_system_task(_cancel_on_signal, signals, scope)
+            await serve_worker(
+                args.store, make_agent, args.lease_ttl, args.concurrency, task_status=_Announce()
+            )
 
     try:
         trio.run(main)
     except PiError as exc:
         raise CliError(str(exc)) from None
     return 0
+
+
+async def serve_worker(
+    store_url: str,
+    make_agent: Callable[[], Agent],
+    lease_ttl: float,
+    concurrency: int,
+    *,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the sessions of the store at *store_url* with agents like ``make_agent()``'s
+    until cancelled; ``nursery.start`` returns the store's description once it serves.
+
+    Once serving, what is alive by then (modules, the model, the store's pool) is moved out of
+    the collector's way with ``gc.freeze()``: a full collection with many sessions running then
+    walks only their agents (docs/benchmarks.md, "Many agents in one process"). On
+    cancellation the sessions it runs stop as :func:`pt.serve_sessions` says, then the store
+    closes.
+    """
+    from ..sessions import open_session_store, serve_sessions
+
+    def options(session_id: str) -> dict[str, Any]:
+        template = make_agent()
+        return {"initial_state": template.state, "stream_fn": template.stream_fn}
+
+    async with open_session_store(store_url, lease_ttl=lease_ttl) as store:
+        serving = _FreezeThenReport(task_status, store.backend.description)
+        await serve_sessions(store, options, concurrency=concurrency, task_status=serving)
+
+
+class _FreezeThenReport:
+    """The task status :func:`serve_worker` hands ``serve_sessions``: once it serves, freeze
+    the heap, then report the store's description to whoever started the worker."""
+
+    def __init__(self, outer: trio.TaskStatus[str], description: str) -> None:
+        self._outer = outer
+        self._description = description
+
+    def started(self, value: object = None) -> None:
+        gc.freeze()
+        self._outer.started(self._description)
+
+
+class _Announce:
+    """``pi-trio worker``'s task status: one line on stdout once it serves."""
+
+    def started(self, value: str | None = None) -> None:
+        print(f"pi-trio worker: serving {value}", flush=True)
+
+
+async def _cancel_on_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+    try:
+        async for _ in signals:
+            scope.cancel()
+            return
+    except RuntimeError:  # the worker ended (e.g. raised) before this task first ran
+        return

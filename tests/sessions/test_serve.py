@@ -134,6 +134,26 @@ async def test_serve_sessions_needs_a_postgresql_store(tmp_path: Path) -> None:
             await pt.serve_sessions(store, {})
 
 
+async def test_the_worker_freezes_what_it_loaded_once_it_serves(postgres_url: str) -> None:
+    # many sessions at once: full collections must not walk the modules and the pool each time
+    import gc
+
+    from pi_trio.cli._agents import agent_factory
+    from pi_trio.cli._worker import serve_worker
+
+    gc.unfreeze()
+    try:
+        async with trio.open_nursery() as nursery:
+            make_agent = agent_factory("faux", token_delay=0)
+            description = await nursery.start(serve_worker, postgres_url, make_agent, 5.0, 2)
+            frozen = gc.get_freeze_count()
+            nursery.cancel_scope.cancel()
+    finally:
+        gc.unfreeze()
+    assert "postgresql" in description
+    assert frozen > 1000
+
+
 def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "pi_trio", "worker", "--store", url, "--lease-ttl", "2"]
     with open(log, "ab") as out:
