@@ -119,8 +119,8 @@ def scrub(text: str, url: str) -> str:
     try:
         password = urllib.parse.urlsplit(url).password
     except ValueError:  # unparsable (an unclosed "[" say), yet libpq's text may quote it whole
-        found = re.match(r"[^:/]*://[^@/?#]*?:([^@/?#]*)@", url)
-        password = found.group(1) if found else None
+        found = re.match(r"[^:/]*://([^/?#]*)@", url)  # the user info: up to the last "@"
+        password = found.group(1).partition(":")[2] if found else None
     for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
         assert secret is not None
         text = text.replace(secret, "***")
