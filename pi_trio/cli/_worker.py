@@ -1,6 +1,13 @@
 """``pi-trio worker --store URL``: one worker of a pool that runs the sessions of a PostgreSQL
 store (:func:`pt.serve_sessions`), until Ctrl-C or SIGTERM (both shut it down gracefully).
 
+Signals: once it serves, the first SIGINT or SIGTERM shuts it down gracefully (runs aborted,
+leases released; exit status 0); a second one while that is still going on (a database that
+stopped answering) ends the process at once, its leases left to expire. Before it serves (the
+store still connecting, maybe to a server that never answers) it holds nothing, so a signal
+ends it at once: SIGTERM as its default action does, SIGINT with ``pi-trio: interrupted``
+and 130.
+
 Every session it runs gets the command's usual agent (``--model``: the scripted model by
 default, or ``provider/id``) with the example tools; a resumed session keeps its logged
 transcript, model and settings.
@@ -10,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -61,14 +70,15 @@ def run_worker(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
+        state = _Signalled()
         with (
             trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
             trio.CancelScope() as scope,
         ):
             # a system task, not a nursery: the store's errors reach ``except PiError`` bare
-            trio.lowlevel.spawn_system_task(_cancel_on_signal, signals, scope)
+            trio.lowlevel.spawn_system_task(_cancel_on_signal, signals, scope, state)
             await serve_worker(
-                args.store, make_agent, args.lease_ttl, args.concurrency, task_status=_Announce()
+                args.store, make_agent, args.lease_ttl, args.concurrency, task_status=state
             )
 
     try:
@@ -119,17 +129,40 @@ class _FreezeThenReport:
         self._outer.started(self._description)
 
 
-class _Announce:
-    """``pi-trio worker``'s task status: one line on stdout once it serves."""
+class _Signalled:
+    """``pi-trio worker``'s task status (one line on stdout once it serves), and what the
+    signal watcher needs to know: whether it serves yet, whether a shutdown is under way."""
+
+    def __init__(self) -> None:
+        self.serving = False
+        self.stopping = False
 
     def started(self, value: str | None = None) -> None:
+        self.serving = True
         print(f"pi-trio worker: serving {value}", flush=True)
 
 
-async def _cancel_on_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+async def _cancel_on_signal(
+    signals: AsyncIterator[int], scope: trio.CancelScope, state: _Signalled
+) -> None:
     try:
-        async for _ in signals:
-            scope.cancel()
-            return
+        async for signum in signals:
+            if state.serving and not state.stopping:
+                state.stopping = True
+                scope.cancel()
+                continue
+            # before it serves (a connect or a table lock can block for long, in a thread that
+            # a cancellation does not abandon), or a second signal during the shutdown
+            _exit_now(signum, "interrupted again; exiting now" if state.stopping else "")
     except RuntimeError:  # the worker ended (e.g. raised) before this task first ran
         return
+
+
+def _exit_now(signum: int, why: str) -> None:
+    if signum == signal.SIGINT or why:
+        print(f"pi-trio: {why or 'interrupted'}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    if signum == signal.SIGTERM:  # die of it, as the default action does: a supervisor sees
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # "killed by SIGTERM", not an error
+        os.kill(os.getpid(), signal.SIGTERM)
+    os._exit(128 + signum)

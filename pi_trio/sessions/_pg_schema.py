@@ -116,7 +116,11 @@ def import_psycopg() -> Any:
 
 def scrub(text: str, url: str) -> str:
     """An error text from libpq with any password of ``url`` taken out (belt and braces)."""
-    password = urllib.parse.urlsplit(url).password
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:  # unparsable (an unclosed "[" say), yet libpq's text may quote it whole
+        found = re.match(r"[^:/]*://([^/?#]*)@", url)  # the user info: up to the last "@"
+        password = found.group(1).partition(":")[2] if found else None
     for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
         assert secret is not None
         text = text.replace(secret, "***")

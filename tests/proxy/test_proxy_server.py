@@ -268,6 +268,15 @@ async def test_keys_come_from_get_api_key(
     assert asked == ["openai", "openai"]
 
 
+def _json_parses(levels: int) -> bool:
+    """Whether this interpreter's json reads ``levels`` nested arrays (3.13's does 5,000)."""
+    try:
+        json.loads("[" * levels + "]" * levels)
+    except RecursionError:
+        return False
+    return True
+
+
 def _deep_details(levels: int) -> bytes:
     message = pt.to_json(pt.ToolResultMessage("c1", "t", [], details="@", timestamp=1))
     data = json.dumps(body(context={"messages": [message]}))
@@ -282,12 +291,11 @@ def _deep_details(levels: int) -> bytes:
             json.dumps(body(context={"messages": "@"}))
             .replace('"@"', "[" * 5000 + "]" * 5000)
             .encode(),
-            # Python 3.13's json parses 5,000 levels (3.11's stops first): the wire then
-            # refuses the first message
-            (
-                "invalid JSON body: nested too deeply to parse",
-                "invalid request body: context.messages[0]: expected an object, got array",
-            ),
+            # Python 3.13's json parses 5,000 levels (3.11's and 3.12's stop first): the wire
+            # then refuses the first message
+            "invalid request body: context.messages[0]: expected an object, got array"
+            if _json_parses(5000)
+            else "invalid JSON body: nested too deeply to parse",
         ),
         (
             _deep_details(500),

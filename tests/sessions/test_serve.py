@@ -3,6 +3,7 @@ every session with queued input until idle, and survives a worker's SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -226,3 +227,38 @@ async def test_a_session_whose_options_fail_is_given_back_and_the_rest_run(
             nursery.cancel_scope.cancel()
         assert await _check_sessions(store, {"good": ["good one"]})
     assert raw("SELECT count(*) FROM pi_trio_inbox WHERE session_id = 'bad'") == [(1,)]
+
+
+def test_a_second_signal_ends_a_worker_whose_shutdown_hangs(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    # a database that stops answering (here: a lock the worker's next claim waits on) blocks
+    # the graceful shutdown; the second SIGTERM then ends the process at once
+    import psycopg
+
+    log = tmp_path / "worker.log"
+    worker = _worker(postgres_url, log)
+    try:
+        deadline = time.monotonic() + 60
+        while "serving" not in log.read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        with psycopg.connect(postgres_url) as locker:
+            locker.execute("LOCK TABLE pi_trio_sessions IN ACCESS EXCLUSIVE MODE")
+            while not Raw("postgresql", postgres_url)(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted"
+            )[0][0]:
+                time.sleep(0.05)  # the worker's claim waits for the lock now
+            worker.send_signal(signal.SIGTERM)
+            assert worker.poll() is None  # a graceful shutdown, waiting on the lock
+            for _ in range(100):  # again until one is taken as the second (two may merge)
+                worker.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    worker.wait(timeout=0.2)
+                    break
+            status = worker.wait(timeout=10)  # before: waits for the lock, which never goes
+    finally:
+        worker.kill()
+        worker.wait()
+    assert status == -signal.SIGTERM, log.read_text()
+    assert log.read_text().endswith("pi-trio: interrupted again; exiting now\n")
