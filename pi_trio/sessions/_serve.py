@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import trio
 
+from .._callbacks import exception_text
 from .._errors import SessionBusyError
 from ..agent import Agent
 from ._keeper import pull_inbox
@@ -100,6 +101,7 @@ class _Worker:
         self.wake.set()
 
     async def claim_loop(self, nursery: trio.Nursery, poll_interval: float) -> None:
+        failures = 0  # claims failed in a row (the database down, say)
         while True:
             self.wake = trio.Event()  # before the claim: a notification during it still counts
             free = self.concurrency - self.running
@@ -108,14 +110,19 @@ class _Worker:
                 taken = trio.current_time()
                 try:
                     leases = await self.backend.claim(self.holder, free)
-                except Exception:
-                    logger.exception("claiming sessions failed; retrying")
+                except Exception as exc:
+                    failures += 1
+                    _log_claim_failure(exc, failures, _retry_delay(poll_interval, failures))
+                else:
+                    if failures:
+                        logger.warning("claiming sessions works again after %d failures", failures)
+                    failures = 0
                 for lease in leases:
                     self.running += 1
                     nursery.start_soon(self.run_one, lease, taken)
                 if leases and len(leases) == free:
                     continue  # maybe more work: look again once a slot frees
-            with trio.move_on_after(poll_interval):
+            with trio.move_on_after(_retry_delay(poll_interval, failures)):
                 await self.wake.wait()
 
     async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -187,3 +194,30 @@ async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
 
 def _wait_for_notification(conn: Any) -> bool:
     return any(True for _ in conn.notifies(timeout=0.5, stop_after=1))
+
+
+_MAX_RETRY_DELAY = 30.0
+
+
+def _retry_delay(poll_interval: float, failures: int) -> float:
+    """Seconds until the next look for work: ``poll_interval``, doubled for each claim that
+    failed in a row up to 30 s (a database that is down is not asked every second)."""
+    if not failures:
+        return poll_interval
+    doubled = poll_interval * 2.0 ** min(failures - 1, 30)
+    return max(poll_interval, min(doubled, _MAX_RETRY_DELAY))
+
+
+def _log_claim_failure(exc: Exception, failures: int, delay: float) -> None:
+    """The first failure of a run of them with its traceback, the next ones in one line
+    each (the first line of the error's text: the database's own may go on with the query)."""
+    if failures == 1:
+        logger.error("claiming sessions failed; retrying in %.3g s", delay, exc_info=exc)
+    else:
+        text = exception_text(exc).partition("\n")[0]
+        logger.error(
+            "claiming sessions failed again (%d in a row): %s; retrying in %.3g s",
+            failures,
+            text,
+            delay,
+        )
