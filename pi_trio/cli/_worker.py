@@ -2,7 +2,8 @@
 store (:func:`pt.serve_sessions`), until Ctrl-C or SIGTERM (both shut it down gracefully).
 
 Signals: once it serves, the first SIGINT or SIGTERM shuts it down gracefully (runs aborted,
-leases released; exit status 0); a second one while that is still going on (a database that
+leases released; exit status 0 after SIGTERM, ``pi-trio: interrupted`` and 130 after Ctrl-C,
+as for every command); a second one while that is still going on (a database that
 stopped answering) ends the process at once, its leases left to expire. Before it serves (the
 store still connecting, maybe to a server that never answers) it holds nothing, so a signal
 ends it at once: SIGTERM as its default action does, SIGINT with ``pi-trio: interrupted``
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._errors import PiError
+from ._interrupt import INTERRUPTED
 from ._models import SCRIPTED, CliError
 
 if TYPE_CHECKING:
@@ -69,8 +71,9 @@ def run_worker(args: argparse.Namespace) -> int:
         args.model, token_delay=args.delay, system_prompt=SYSTEM_PROMPT, base_url=args.base_url
     )
 
+    state = _Signalled()
+
     async def main() -> None:
-        state = _Signalled()
         with (
             trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
             trio.CancelScope() as scope,
@@ -85,6 +88,9 @@ def run_worker(args: argparse.Namespace) -> int:
         trio.run(main)
     except PiError as exc:
         raise CliError(str(exc)) from None
+    if state.stopped_by == signal.SIGINT:  # Ctrl-C ends it as it ends every command
+        print("pi-trio: interrupted", file=sys.stderr, flush=True)
+        return INTERRUPTED
     return 0
 
 
@@ -136,6 +142,7 @@ class _Signalled:
     def __init__(self) -> None:
         self.serving = False
         self.stopping = False
+        self.stopped_by: int | None = None  # the signal that began the graceful shutdown
 
     def started(self, value: str | None = None) -> None:
         self.serving = True
@@ -149,6 +156,7 @@ async def _cancel_on_signal(
         async for signum in signals:
             if state.serving and not state.stopping:
                 state.stopping = True
+                state.stopped_by = signum
                 scope.cancel()
                 continue
             # before it serves (a connect or a table lock can block for long, in a thread that

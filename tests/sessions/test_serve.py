@@ -262,3 +262,25 @@ def test_a_second_signal_ends_a_worker_whose_shutdown_hangs(
         worker.wait()
     assert status == -signal.SIGTERM, log.read_text()
     assert log.read_text().endswith("pi-trio: interrupted again; exiting now\n")
+
+
+def test_ctrl_c_stops_a_serving_worker_gracefully_with_130(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    # as every pi-trio command ends on Ctrl-C; SIGTERM (a supervisor's stop) ends it with 0
+    log = tmp_path / "worker.log"
+    worker = _worker(postgres_url, log)
+    try:
+        deadline = time.monotonic() + 60
+        while "serving" not in log.read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGINT)
+        status = worker.wait(timeout=30)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert status == 130, log.read_text()
+    lines = log.read_text().splitlines()
+    assert lines[-2:] == [lines[-2], "pi-trio: interrupted"], lines
+    assert lines[-2].startswith("pi-trio worker: serving postgresql://"), lines
