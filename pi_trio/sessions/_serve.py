@@ -58,7 +58,8 @@ async def serve_sessions(
         store: a PostgreSQL store (``open_session_store("postgresql://...")``).
         agent_options: the agents' options, or a function of the session id making them.
         concurrency: how many sessions this worker runs at once.
-        poll_interval: seconds between looks for work when no notification came.
+        poll_interval: seconds between looks for work when no notification came (doubled
+            after each claim that failed in a row, up to 30 s).
 
     Raises:
         TypeError: the store is not a PostgreSQL one (SQLite has no inbox or worker pool).
