@@ -127,30 +127,38 @@ class _Worker:
                 await self.wake.wait()
 
     async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Wake the claim loop on every notification; polling alone when LISTEN fails.
+        """Wake the claim loop on every notification; when LISTEN fails (the database down),
+        poll alone while it opens a new connection, once a second at first, then less often (up
+        to every 30 s); once it listens again it wakes the claim loop (what came meanwhile).
 
         The connection waits in a worker thread, at most half a second at a time, so a
         cancellation takes effect within that (never abandoning the thread)."""
-        try:
-            conn = await trio.to_thread.run_sync(self.backend.connect_raw)
-        except Exception:
-            logger.warning("LISTEN unavailable: polling for work only", exc_info=True)
-            task_status.started()
-            return
-        try:
-            await trio.to_thread.run_sync(conn.execute, f"LISTEN {CHANNEL}")
-            task_status.started()
-            while True:
+        failures = 0  # connections failed in a row
+        while True:
+            try:
+                conn = await trio.to_thread.run_sync(self.backend.connect_raw)
                 try:
-                    got = await trio.to_thread.run_sync(_wait_for_notification, conn)
-                except Exception:
-                    logger.warning("LISTEN connection failed: polling for work only")
-                    return
-                if got:
-                    self.poke()
-        finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(conn.close)
+                    await trio.to_thread.run_sync(conn.execute, f"LISTEN {CHANNEL}")
+                    task_status.started()
+                    task_status = trio.TASK_STATUS_IGNORED
+                    if failures:
+                        logger.warning("LISTEN works again after %d failures", failures)
+                        failures = 0
+                        self.poke()
+                    while True:
+                        if await trio.to_thread.run_sync(_wait_for_notification, conn):
+                            self.poke()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(conn.close)
+            except Exception as exc:
+                failures += 1
+                if failures == 1:  # the claim loop logs the outage itself
+                    text = exception_text(exc).partition("\n")[0]
+                    logger.warning("LISTEN failed (%s): polling for work meanwhile", text)
+            task_status.started()
+            task_status = trio.TASK_STATUS_IGNORED
+            await trio.sleep(_retry_delay(1.0, failures))
 
     async def run_one(self, lease: Any, taken: float) -> None:
         session_id = lease.session_id

@@ -1,0 +1,58 @@
+"""``pt.serve_sessions`` after its LISTEN connection broke (a database restart, an
+administrator's ``pg_terminate_backend``): it listens again, and a notification wakes it again,
+instead of falling back to polling for the rest of the worker's life."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+import pytest
+import trio
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+from .conftest import Raw
+
+_LISTENERS = (
+    "SELECT pid FROM pg_stat_activity WHERE starts_with(query, 'LISTEN ') "
+    "AND datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
+async def _until(condition: object, seconds: float = 30) -> None:
+    with trio.fail_after(seconds):
+        while not condition():  # type: ignore[operator]  # noqa: ASYNC110 (other threads' work)
+            await trio.sleep(0.02)
+
+
+async def test_a_broken_listen_connection_is_opened_again(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(faux.assistant_message("done")))
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+
+    def logged(text: str) -> bool:
+        return any(text in r.getMessage() for r in caplog.records)
+
+    async with (
+        pt.open_session_store(postgres_url, lease_ttl=5) as store,
+        trio.open_nursery() as nursery,
+    ):
+        await nursery.start(lambda task_status: pt.serve_sessions(
+            store, options, poll_interval=3600, task_status=task_status
+        ))  # fmt: skip  # (an hour: only a notification can wake it in this test)
+        [(first,)] = raw(_LISTENERS)
+        raw("SELECT pg_terminate_backend(?)", first)
+        await _until(lambda: logged("LISTEN failed"))
+        await _until(lambda: logged("LISTEN works again"))
+        [(second,)] = raw(_LISTENERS)
+        assert second != first
+        await store.enqueue("s1", "hello")  # its NOTIFY reaches the new connection
+        await _until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
+        nursery.cancel_scope.cancel()
+    async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
+        assert [m.role for m in agent.state.messages] == ["user", "assistant"]
