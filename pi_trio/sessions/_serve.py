@@ -63,6 +63,7 @@ async def serve_sessions(
 
     Raises:
         TypeError: the store is not a PostgreSQL one (SQLite has no inbox or worker pool).
+        ValueError: ``concurrency`` is below 1 or ``poll_interval`` is not above 0.
 
     Cancellation is the graceful shutdown: every run is aborted (its transcript closed in pi's
     aborted shape), what was noted is committed, and every lease is released, sessions with
@@ -75,6 +76,10 @@ async def serve_sessions(
         )
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, not {concurrency!r}")
+    if not poll_interval > 0:  # 0 would retry a failing claim in a busy loop (NaN too)
+        raise ValueError(
+            f"poll_interval must be a positive number of seconds, not {poll_interval!r}"
+        )
     worker = _Worker(store, backend, agent_options, concurrency)
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.listen)

@@ -56,3 +56,16 @@ async def test_a_broken_listen_connection_is_opened_again(
         nursery.cancel_scope.cancel()
     async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("poll_interval", [0, -1.0, float("nan")])
+async def test_a_poll_interval_that_is_not_positive_is_refused(
+    postgres_url: str, poll_interval: float
+) -> None:
+    # 0 once meant: a claim that fails (the database down) retried in a busy loop, a log line each
+    async with pt.open_session_store(postgres_url) as store:
+        with (
+            trio.fail_after(10),
+            pytest.raises(ValueError, match="poll_interval must be a positive"),
+        ):
+            await pt.serve_sessions(store, {}, poll_interval=poll_interval)
