@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .._callbacks import exception_text
 from .._errors import SessionBusyError
 from ._backend import Lease, SessionBackend
 from ._entries import read_message
@@ -95,19 +96,30 @@ class LeaseKeeper:
     async def _renew(self) -> None:
         renew: Any = getattr(self.backend, "renew")  # noqa: B009 (not in the base protocol)
         last = trio.current_time()
+        failures = 0  # renewals failed in a row: the first is logged, then the recovery
         while True:
             await trio.sleep_until(last + self.interval)
             started = trio.current_time()
             try:
                 renewed = await renew(self.lease)
             except Exception as exc:
-                logger.warning(
+                failures += 1
+                # retried every 0.5 s: one warning per outage, the retries at debug level
+                logger.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
                     "session %r: lease renewal failed (%s); retrying",
                     self.lease.session_id,
-                    exc,
+                    exception_text(exc).partition("\n")[0],
                 )
                 last = started - self.interval + min(self.interval, 0.5)
                 continue
+            if failures:
+                logger.warning(
+                    "session %r: lease renewal works again after %d failures",
+                    self.lease.session_id,
+                    failures,
+                )
+                failures = 0
             if not renewed:
                 self._lose("its lease expired or was taken over")
             self.deadline = started + (self.lease.ttl or 0.0)

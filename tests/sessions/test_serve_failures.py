@@ -64,3 +64,36 @@ async def test_failing_claims_back_off_and_log_one_traceback(
     assert re.fullmatch(r"claiming sessions works again after \d+ failures", works.getMessage())
     async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+
+
+async def test_a_renewal_outage_is_one_warning_then_the_recovery(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # renewals are retried every 0.5 s while they fail: one warning for the outage, the
+    # retries at debug level
+    caplog.set_level(logging.DEBUG, logger="pi_trio.sessions")
+    raw = Raw("postgresql", postgres_url)
+
+    def renewal_records() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if "lease renewal" in r.getMessage()]
+
+    async with (
+        pt.open_session_store(postgres_url, lease_ttl=9) as store,  # renewed every 3 s
+        store.open_agent("s") as agent,
+    ):
+        raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")
+        await _until(lambda: len(renewal_records()) >= 3)  # the lease lasts 7.5 s from the last
+        raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
+        await _until(lambda: "works again" in renewal_records()[-1].getMessage())
+        assert not agent.is_running
+    records = renewal_records()
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    retries = [r for r in records if r.levelno == logging.DEBUG]
+    assert len(warnings) == 2, warnings
+    assert re.fullmatch(
+        r"session 's': lease renewal failed \(.*pi_trio_sessions.*\); retrying", warnings[0]
+    ), warnings[0]
+    assert (
+        warnings[1] == f"session 's': lease renewal works again after {len(retries) + 1} failures"
+    )
+    assert len(retries) >= 2
