@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import trio
+
 import pi_trio as pt
 from pi_trio.providers import faux
 
@@ -80,3 +82,10 @@ def snapshot(path: Path, copy: Path) -> None:
 
 def transcript_json(messages: list[pt.AgentMessage]) -> list[Any]:
     return [pt.to_json(message) for message in messages]
+
+
+async def until(condition: Callable[[], object], seconds: float = 30) -> None:
+    """Poll ``condition`` (work done by other threads or processes) until it is true."""
+    with trio.fail_after(seconds):
+        while not condition():  # noqa: ASYNC110 (other threads' work)
+            await trio.sleep(0.02)

@@ -155,6 +155,13 @@ async def test_the_worker_freezes_what_it_loaded_once_it_serves(postgres_url: st
     assert frozen > 1000
 
 
+def _wait_serving(worker: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while "serving" not in log.read_text():
+        assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+
+
 def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "pi_trio", "worker", "--store", url, "--lease-ttl", "2"]
     with open(log, "ab") as out:
@@ -239,10 +246,7 @@ def test_a_second_signal_ends_a_worker_whose_shutdown_hangs(
     log = tmp_path / "worker.log"
     worker = _worker(postgres_url, log)
     try:
-        deadline = time.monotonic() + 60
-        while "serving" not in log.read_text():
-            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        _wait_serving(worker, log)
         with psycopg.connect(postgres_url) as locker:
             locker.execute("LOCK TABLE pi_trio_sessions IN ACCESS EXCLUSIVE MODE")
             while not Raw("postgresql", postgres_url)(
@@ -271,10 +275,7 @@ def test_ctrl_c_stops_a_serving_worker_gracefully_with_130(
     log = tmp_path / "worker.log"
     worker = _worker(postgres_url, log)
     try:
-        deadline = time.monotonic() + 60
-        while "serving" not in log.read_text():
-            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+        _wait_serving(worker, log)
         worker.send_signal(signal.SIGINT)
         status = worker.wait(timeout=30)
     finally:

@@ -14,17 +14,12 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from ._helpers import until
 from .conftest import Raw
 
 
 def _claim_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage().startswith("claiming sessions")]
-
-
-async def _until(condition: object, seconds: float = 30) -> None:
-    with trio.fail_after(seconds):
-        while not condition():  # type: ignore[operator]  # noqa: ASYNC110 (other threads' work)
-            await trio.sleep(0.02)
 
 
 async def test_failing_claims_back_off_and_log_one_traceback(
@@ -40,12 +35,12 @@ async def test_failing_claims_back_off_and_log_one_traceback(
             await nursery.start(lambda task_status: pt.serve_sessions(
                 store, options, poll_interval=0.01, task_status=task_status
             ))  # fmt: skip
-            await _until(lambda: len(_claim_records(caplog)) >= 4)
+            await until(lambda: len(_claim_records(caplog)) >= 4)
             failed = _claim_records(caplog)[:4]
             raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
             await store.enqueue("s1", "hello")
-            await _until(lambda: "works again" in _claim_records(caplog)[-1].getMessage())
-            await _until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
+            await until(lambda: "works again" in _claim_records(caplog)[-1].getMessage())
+            await until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
             nursery.cancel_scope.cancel()
     messages = [r.getMessage() for r in failed]
     assert [r.levelno for r in failed] == [logging.ERROR] * 4
@@ -82,9 +77,9 @@ async def test_a_renewal_outage_is_one_warning_then_the_recovery(
         store.open_agent("s") as agent,
     ):
         raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")
-        await _until(lambda: len(renewal_records()) >= 3)  # the lease lasts 7.5 s from the last
+        await until(lambda: len(renewal_records()) >= 3)  # the lease lasts 7.5 s from the last
         raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
-        await _until(lambda: "works again" in renewal_records()[-1].getMessage())
+        await until(lambda: "works again" in renewal_records()[-1].getMessage())
         assert not agent.is_running
     records = renewal_records()
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]

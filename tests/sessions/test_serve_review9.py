@@ -13,18 +13,13 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from ._helpers import until
 from .conftest import Raw
 
 _LISTENERS = (
     "SELECT pid FROM pg_stat_activity WHERE starts_with(query, 'LISTEN ') "
     "AND datname = current_database() AND pid <> pg_backend_pid()"
 )
-
-
-async def _until(condition: object, seconds: float = 30) -> None:
-    with trio.fail_after(seconds):
-        while not condition():  # type: ignore[operator]  # noqa: ASYNC110 (other threads' work)
-            await trio.sleep(0.02)
 
 
 async def test_a_broken_listen_connection_is_opened_again(
@@ -47,12 +42,12 @@ async def test_a_broken_listen_connection_is_opened_again(
         ))  # fmt: skip  # (an hour: only a notification can wake it in this test)
         [(first,)] = raw(_LISTENERS)
         raw("SELECT pg_terminate_backend(?)", first)
-        await _until(lambda: logged("LISTEN failed"))
-        await _until(lambda: logged("LISTEN works again"))
+        await until(lambda: logged("LISTEN failed"))
+        await until(lambda: logged("LISTEN works again"))
         [(second,)] = raw(_LISTENERS)
         assert second != first
         await store.enqueue("s1", "hello")  # its NOTIFY reaches the new connection
-        await _until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
+        await until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
         nursery.cancel_scope.cancel()
     async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
