@@ -89,3 +89,11 @@ async def until(condition: Callable[[], object], seconds: float = 30) -> None:
     with trio.fail_after(seconds):
         while not condition():  # noqa: ASYNC110 (other threads' work)
             await trio.sleep(0.02)
+
+
+IDLE = (  # every session run to the end and given back, nothing left in an inbox
+    "SELECT count(*) = 0 FROM pi_trio_sessions WHERE pending OR holder IS NOT NULL "
+    "OR session_id IN (SELECT session_id FROM pi_trio_inbox)"
+)
+"""SQL for :class:`Raw`: true once a worker has nothing left to run (its runs finished, not
+merely their inbox rows moved into the logs)."""

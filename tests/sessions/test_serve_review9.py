@@ -13,7 +13,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
-from ._helpers import until
+from ._helpers import IDLE, until
 from .conftest import Raw
 
 _LISTENERS = (
@@ -47,7 +47,7 @@ async def test_a_broken_listen_connection_is_opened_again(
         [(second,)] = raw(_LISTENERS)
         assert second != first
         await store.enqueue("s1", "hello")  # its NOTIFY reaches the new connection
-        await until(lambda: not raw("SELECT 1 FROM pi_trio_inbox"))
+        await until(lambda: raw(IDLE) == [(True,)])  # run, not only moved in
         nursery.cancel_scope.cancel()
     async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
