@@ -97,3 +97,11 @@ IDLE = (  # every session run to the end and given back, nothing left in an inbo
 )
 """SQL for :class:`Raw`: true once a worker has nothing left to run (its runs finished, not
 merely their inbox rows moved into the logs)."""
+
+
+def answering_options(text: str = "done") -> dict[str, Any]:
+    """``serve_sessions`` agent options: a scripted model that answers ``text`` every time."""
+    import itertools
+
+    model = faux.FauxModel(itertools.repeat(faux.assistant_message(text)))
+    return {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,11 +156,19 @@ async def test_the_worker_freezes_what_it_loaded_once_it_serves(postgres_url: st
     assert frozen > 1000
 
 
-def _wait_serving(worker: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while "serving" not in log.read_text():
-        assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
+@contextlib.contextmanager
+def _serving_worker(url: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``pi-trio worker`` process that serves by now; killed on the way out."""
+    worker = _worker(url, log)
+    try:
+        deadline = time.monotonic() + 60
+        while "serving" not in log.read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield worker
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 def _worker(url: str, log: Path) -> subprocess.Popen[bytes]:
@@ -244,26 +253,20 @@ def test_a_second_signal_ends_a_worker_whose_shutdown_hangs(
     import psycopg
 
     log = tmp_path / "worker.log"
-    worker = _worker(postgres_url, log)
-    try:
-        _wait_serving(worker, log)
-        with psycopg.connect(postgres_url) as locker:
-            locker.execute("LOCK TABLE pi_trio_sessions IN ACCESS EXCLUSIVE MODE")
-            while not Raw("postgresql", postgres_url)(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted"
-            )[0][0]:
-                time.sleep(0.05)  # the worker's claim waits for the lock now
+    with _serving_worker(postgres_url, log) as worker, psycopg.connect(postgres_url) as locker:
+        locker.execute("LOCK TABLE pi_trio_sessions IN ACCESS EXCLUSIVE MODE")
+        while not Raw("postgresql", postgres_url)(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted"
+        )[0][0]:
+            time.sleep(0.05)  # the worker's claim waits for the lock now
+        worker.send_signal(signal.SIGTERM)
+        assert worker.poll() is None  # a graceful shutdown, waiting on the lock
+        for _ in range(100):  # again until one is taken as the second (two may merge)
             worker.send_signal(signal.SIGTERM)
-            assert worker.poll() is None  # a graceful shutdown, waiting on the lock
-            for _ in range(100):  # again until one is taken as the second (two may merge)
-                worker.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    worker.wait(timeout=0.2)
-                    break
-            status = worker.wait(timeout=10)  # before: waits for the lock, which never goes
-    finally:
-        worker.kill()
-        worker.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(timeout=0.2)
+                break
+        status = worker.wait(timeout=10)  # before: waits for the lock, which never goes
     assert status == -signal.SIGTERM, log.read_text()
     assert log.read_text().endswith("pi-trio: interrupted again; exiting now\n")
 
@@ -273,14 +276,9 @@ def test_ctrl_c_stops_a_serving_worker_gracefully_with_130(
 ) -> None:
     # as every pi-trio command ends on Ctrl-C; SIGTERM (a supervisor's stop) ends it with 0
     log = tmp_path / "worker.log"
-    worker = _worker(postgres_url, log)
-    try:
-        _wait_serving(worker, log)
+    with _serving_worker(postgres_url, log) as worker:
         worker.send_signal(signal.SIGINT)
         status = worker.wait(timeout=30)
-    finally:
-        worker.kill()
-        worker.wait()
     assert status == 130, log.read_text()
     lines = log.read_text().splitlines()
     assert lines[-2:] == [lines[-2], "pi-trio: interrupted"], lines

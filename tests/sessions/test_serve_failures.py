@@ -4,7 +4,6 @@ claiming works again (and then runs what was queued)."""
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 
@@ -12,9 +11,8 @@ import pytest
 import trio
 
 import pi_trio as pt
-from pi_trio.providers import faux
 
-from ._helpers import IDLE, until
+from ._helpers import IDLE, answering_options, until
 from .conftest import Raw
 
 
@@ -27,8 +25,7 @@ async def test_failing_claims_back_off_and_log_one_traceback(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(faux.assistant_message("done")))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = answering_options()
     async with pt.open_session_store(postgres_url, lease_ttl=5) as store:
         raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")  # claims now fail
         async with trio.open_nursery() as nursery:

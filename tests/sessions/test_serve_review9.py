@@ -4,16 +4,14 @@ instead of falling back to polling for the rest of the worker's life."""
 
 from __future__ import annotations
 
-import itertools
 import logging
 
 import pytest
 import trio
 
 import pi_trio as pt
-from pi_trio.providers import faux
 
-from ._helpers import IDLE, until
+from ._helpers import IDLE, answering_options, until
 from .conftest import Raw
 
 _LISTENERS = (
@@ -27,8 +25,7 @@ async def test_a_broken_listen_connection_is_opened_again(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(faux.assistant_message("done")))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = answering_options()
 
     def logged(text: str) -> bool:
         return any(text in r.getMessage() for r in caplog.records)
