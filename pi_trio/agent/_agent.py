@@ -40,7 +40,7 @@ from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._loop_config import check_settings, loop_config
 from ._queues import Queues
-from ._recorder import Recorder
+from ._recorder import Recorder, log_flush_failure
 from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 from ._tasks import inside
@@ -483,8 +483,8 @@ class Agent:
         with trio.move_on_after(self.close_timeout, shield=True):
             try:
                 await recorder.flush()
-            except Exception:
-                logger.exception("recorder flush failed at the end of the run")
+            except Exception as exc:  # a lost session: the run's own flush said so already
+                log_flush_failure(exc, logging.DEBUG, "recorder flush failed at the end of the run")
 
     def __repr__(self) -> str:
         status = "running" if self._scope is not None else "idle"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from .._logging import log_failure
 from ..events import AgentEvent, BudgetReached, QueueUpdate
-from ._recorder import Recorder
+from ._recorder import Recorder, log_flush_failure
 from ._state import AgentState
 from ._subscriptions import Subscription
 
@@ -257,14 +257,18 @@ class Delivery:
         assert recorder is not None
         try:
             await recorder.flush()
-        except Exception:
+        except Exception as exc:
             if self._flush_failed:
-                logger.exception("recorder flush failed again; delivering %s", event.type)
+                log_flush_failure(
+                    exc, logging.DEBUG, "recorder flush failed again; delivering %s", event.type
+                )
                 return
             self._flush_failed = True
             self._undelivered = event
             self._careful = True
-            logger.exception("recorder flush failed before %s; ending the run", event.type)
+            log_flush_failure(
+                exc, logging.WARNING, "recorder flush failed before %s; ending the run", event.type
+            )
             raise
 
     async def _deliver(self, event: AgentEvent) -> None:

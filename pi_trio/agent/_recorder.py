@@ -11,12 +11,16 @@ it too (an audit trail, say).
 
 from __future__ import annotations
 
+import logging
 from typing import Literal, Protocol, TypeAlias
 
+from .._errors import SessionBusyError
 from ..events import AgentEvent
 from ..messages import AgentMessage
 
-__all__ = ["QueueKind", "Recorder"]
+__all__ = ["QueueKind", "Recorder", "log_flush_failure"]
+
+logger = logging.getLogger("pi_trio.agent")
 
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
@@ -60,3 +64,15 @@ class Recorder(Protocol):
     def cleared(self, kind: QueueKind) -> None:
         """That queue was emptied (``clear_*_queue``, ``clear_all_queues``, ``reset``)."""
         ...
+
+
+def log_flush_failure(exc: Exception, lost_level: int, message: str, *args: object) -> None:
+    """Log a failed ``Recorder.flush()``: with its traceback (a full disk, a store that does not
+    answer), except when the recorder lost its session (:class:`pt.SessionBusyError`). That is
+    one line at ``lost_level`` with the error's text: the loss is reported where it happened
+    (``open_agent`` raises it, a worker logs it), and its traceback would only show the
+    cancellation it caused."""
+    if isinstance(exc, SessionBusyError):
+        logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
+    else:
+        logger.error(message, *args, exc_info=exc, stacklevel=2)

@@ -179,7 +179,7 @@ class _Worker:
             async with self.store.open_leased(lease, taken, initial_state, options) as agent:
                 await run_until_idle(self.backend, agent)
         except SessionBusyError as exc:
-            logger.warning("session %r: %s", session_id, exc)
+            logger.warning("%s", exc)  # its text names the session
         except Exception:
             logger.exception("session %r failed; it stays in the store", session_id)
         finally:

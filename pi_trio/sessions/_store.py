@@ -193,10 +193,10 @@ class SessionStore:
         except BaseException as exc:
             if recorder is not None:
                 recorder.close()
-            with trio.CancelScope(shield=True):
-                # an unreadable log is not worth a worker's retrying until new input comes
-                await self.backend.release(lease, give_up=isinstance(exc, SessionLogError))
+            # an unreadable log is not worth a worker's retrying until new input comes
+            await self._give_back(lease, exc, idle=False, give_up=isinstance(exc, SessionLogError))
             raise
+        ending: BaseException | None = None  # what ended the block, if anything did
         try:
             async with trio.open_nursery() as nursery:
                 if keeper.needed:
@@ -222,11 +222,39 @@ class SessionStore:
                 finally:
                     nursery.cancel_scope.cancel()  # the keeper ends with the block
         except BaseExceptionGroup as group:
-            raise plain_exception(group) from None
+            ending = plain_exception(group)
+            raise ending from None
+        except BaseException as exc:
+            ending = exc
+            raise
         finally:
             recorder.close()
-            with trio.CancelScope(shield=True):
-                await self.backend.release(lease, idle=not agent.has_queued_messages())
+            await self._give_back(lease, ending, idle=not agent.has_queued_messages())
+
+    async def _give_back(
+        self, lease: Lease, ending: BaseException | None, *, idle: bool, give_up: bool = False
+    ) -> None:
+        """Release ``lease`` (shielded: a commit in flight completes). When the block is ending
+        with an exception (``ending``), a release that fails too (the store is down: how a lease
+        gets lost) is one warning, and ``ending`` stays the error the caller sees; otherwise
+        the failure is raised."""
+        with trio.CancelScope(shield=True):
+            try:
+                await self.backend.release(lease, idle=idle, give_up=give_up)
+            except Exception as exc:
+                if ending is None:
+                    raise
+                after = (
+                    f"its lease expires within {lease.ttl:g} s"
+                    if lease.ttl is not None
+                    else "it is free once this process ends"
+                )
+                logger.warning(
+                    "session %r: giving it back failed too (%s); %s",
+                    lease.session_id,
+                    exception_text(exc).partition("\n")[0],
+                    after,
+                )
 
     async def enqueue(
         self,

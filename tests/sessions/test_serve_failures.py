@@ -11,8 +11,9 @@ import pytest
 import trio
 
 import pi_trio as pt
+from pi_trio.providers import faux
 
-from ._helpers import IDLE, answering_options, until
+from ._helpers import IDLE, answering_options, calls, make_tool, until
 from .conftest import Raw
 
 
@@ -89,3 +90,62 @@ async def test_a_renewal_outage_is_one_warning_then_the_recovery(
         warnings[1] == f"session 's': lease renewal works again after {len(retries) + 1} failures"
     )
     assert len(retries) >= 2
+
+
+async def test_a_lease_lost_in_an_outage_is_lines_not_tracebacks(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the store goes away while a session's tool runs, for longer than its lease: the worker
+    # stops the run (its lease would expire), cannot give the session back either, and says so
+    # in one line each; once the store is back, the session is claimed again and repaired
+    caplog.set_level(logging.DEBUG, logger="pi_trio")
+    raw = Raw("postgresql", postgres_url)
+    started = trio.Event()
+
+    async def slow(tool_call_id: str, params: object, on_update: object) -> pt.ToolResult:
+        started.set()
+        await trio.sleep(60)
+        return pt.ToolResult([pt.TextContent("ok")])
+
+    model = faux.FauxModel([calls("slow"), faux.assistant_message("done")])
+    tools = [make_tool("slow", slow)]
+    options = {"initial_state": pt.AgentState(model=model.model, tools=tools), "stream_fn": model}
+
+    def lost() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if "this holder lost it" in r.getMessage()]
+
+    def ended() -> list[logging.LogRecord]:  # what the worker says as the session's run ends
+        return [r for r in caplog.records if "lost it" in (t := r.getMessage()) or "it stays" in t]
+
+    async with (
+        pt.open_session_store(postgres_url, lease_ttl=3) as store,
+        trio.open_nursery() as nursery,
+    ):
+        await nursery.start(lambda task_status: pt.serve_sessions(
+            store, options, poll_interval=0.05, task_status=task_status
+        ))  # fmt: skip
+        await store.enqueue("s1", "hello")
+        await started.wait()
+        raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")
+        await until(lambda: any(r.name == "pi_trio.sessions" for r in ended()))
+        raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
+        await until(lambda: raw(IDLE) == [(True,)])  # claimed again, repaired, given back
+        nursery.cancel_scope.cancel()
+    ours = [r for r in caplog.records if r.name.startswith("pi_trio")]
+    claims = [r for r in ours if r.getMessage().startswith("claiming sessions failed")]
+    traced = [r for r in ours if r.exc_info is not None and r not in claims[:1]]
+    assert traced == [], [r.getMessage() for r in traced]  # the first failed claim alone
+    texts = [r.getMessage() for r in ours]
+    assert not [t for t in texts if "Cancelled" in t or "ExceptionGroup" in t], texts
+    worker = [r for r in lost() if r.name == "pi_trio.sessions"]
+    assert [r.levelno for r in worker] == [logging.WARNING]
+    assert worker[0].getMessage().startswith("session 's1': this holder lost it (no renewal")
+    gave_back = [t for t in texts if "giving it back failed too" in t]
+    assert len(gave_back) == 1 and gave_back[0].endswith("its lease expires within 3 s")
+    entries = await _entries(postgres_url, "s1")
+    assert entries[-1].kind == "run_end" and entries[-1].data["repaired"] is True
+
+
+async def _entries(url: str, session_id: str) -> list[pt.SessionEntry]:
+    async with pt.open_session_store(url) as store:
+        return await store.load(session_id)
