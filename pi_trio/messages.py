@@ -112,7 +112,14 @@ class _Accumulating:
         parts = self._parts
         if parts is None:
             return self._text
-        joined = "".join(parts) if len(parts) != 1 else parts[0]
+        try:
+            joined = "".join(parts) if len(parts) != 1 else parts[0]
+        except TypeError:  # an appender() was given something else than a str
+            bad = next(piece for piece in parts if not isinstance(piece, str))
+            raise TypeError(
+                f"a piece streamed into this {type(self).__name__} is a "
+                f"{type(bad).__name__}, not a str: {bad!r}; appender() takes str pieces"
+            ) from None
         del parts  # a reference of ours would count as an appender's
         self._keep(joined)
         return joined
@@ -136,7 +143,14 @@ class _Accumulating:
 
         Args:
             delta: the text to add at the end.
+
+        Raises:
+            TypeError: ``delta`` is not a str (the block is left as it was).
         """
+        if not isinstance(delta, str):
+            raise TypeError(
+                f"{type(self).__name__}.append() takes a str, not {type(delta).__name__}: {delta!r}"
+            )
         parts = self._parts
         if parts is None:
             self._parts = [self._text, delta]

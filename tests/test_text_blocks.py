@@ -150,3 +150,15 @@ def test_a_plain_cattrs_converter_round_trips_a_block() -> None:
     assert converter.unstructure(block) == {"text": "hi there", "text_signature": None}
     thinking = converter.structure({"thinking": "hm", "redacted": True}, pt.ThinkingContent)
     assert (thinking.thinking, thinking.redacted, thinking.thinking_signature) == ("hm", True, None)
+
+
+@pytest.mark.parametrize("kind", [pt.TextContent, pt.ThinkingContent])
+def test_a_piece_that_is_not_a_str_is_refused_where_it_is_added(kind: type) -> None:
+    block = kind("ab")
+    with pytest.raises(TypeError, match=r"append\(\) takes a str, not int: 3"):
+        block.append(3)
+    assert (block.text if kind is pt.TextContent else block.thinking) == "ab"  # unchanged
+    add = block.appender()  # a bound list.append: it cannot check, so the read names it
+    add(b"x")
+    with pytest.raises(TypeError, match=r"streamed into this \w+Content is a bytes, not a str"):
+        _ = block.text if kind is pt.TextContent else block.thinking
