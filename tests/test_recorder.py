@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -102,6 +103,25 @@ async def test_a_failing_flush_ends_the_run_with_its_error() -> None:
     assert agent.state.error_message == "OSError: disk full"
     last = agent.state.messages[-1]
     assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
+
+
+async def test_a_flush_that_keeps_failing_is_one_traceback_then_one_line_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a store that is down fails every flush of the run (the closing events' and the end's):
+    # the first failure comes with its traceback, the others with the error's first line
+    caplog.set_level(logging.DEBUG, logger="pi_trio.agent")
+    log = _Log([], fail_flush=True)
+    agent, _ = _agent([faux.assistant_message("hello")], recorder=log)
+    await agent.prompt("hi")
+    records = [r for r in caplog.records if "recorder flush failed" in r.getMessage()]
+    assert len(records) >= 2
+    first, rest = records[0], records[1:]
+    assert first.getMessage() == "recorder flush failed before message_end; ending the run"
+    assert (first.levelno, first.exc_info and first.exc_info[0]) == (logging.ERROR, OSError)
+    assert [(r.levelno, r.exc_info) for r in rest] == [(logging.ERROR, None)] * len(rest)
+    assert all(r.getMessage().endswith(": OSError: disk full") for r in rest)
+    assert rest[-1].getMessage().startswith("recorder flush failed at the end of the run")
 
 
 @pytest.mark.parametrize("kind", ["steer", "follow_up"])

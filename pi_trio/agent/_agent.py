@@ -483,8 +483,12 @@ class Agent:
         with trio.move_on_after(self.close_timeout, shield=True):
             try:
                 await recorder.flush()
-            except Exception as exc:  # a lost session: the run's own flush said so already
-                log_flush_failure(exc, logging.DEBUG, "recorder flush failed at the end of the run")
+            except Exception as exc:
+                failed = self._delivery.flush_failed  # then the run's flush said so already
+                log_flush_failure(
+                    exc, "recorder flush failed at the end of the run",
+                    lost_level=logging.DEBUG if failed else logging.WARNING, again=failed,
+                )  # fmt: skip
 
     def __repr__(self) -> str:
         status = "running" if self._scope is not None else "idle"

@@ -96,6 +96,11 @@ class Delivery:
         self._listeners = value
         self._only = value[0] if len(value) == 1 else None
 
+    @property
+    def flush_failed(self) -> bool:
+        """A recorder flush failed in this run (and was logged)."""
+        return self._flush_failed
+
     def begin_run(self) -> None:
         self._careful = self._flush_due = self._flush_failed = self._closing = False
         self._resume = self._undelivered = None
@@ -260,15 +265,17 @@ class Delivery:
         except Exception as exc:
             if self._flush_failed:
                 log_flush_failure(
-                    exc, logging.DEBUG, "recorder flush failed again; delivering %s", event.type
-                )
+                    exc, "recorder flush failed again; delivering %s", event.type,
+                    lost_level=logging.DEBUG, again=True,
+                )  # fmt: skip
                 return
             self._flush_failed = True
             self._undelivered = event
             self._careful = True
             log_flush_failure(
-                exc, logging.WARNING, "recorder flush failed before %s; ending the run", event.type
-            )
+                exc, "recorder flush failed before %s; ending the run", event.type,
+                lost_level=logging.WARNING,
+            )  # fmt: skip
             raise
 
     async def _deliver(self, event: AgentEvent) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Literal, Protocol, TypeAlias
 
+from .._callbacks import exception_text
 from .._errors import SessionBusyError
 from ..events import AgentEvent
 from ..messages import AgentMessage
@@ -66,13 +67,17 @@ class Recorder(Protocol):
         ...
 
 
-def log_flush_failure(exc: Exception, lost_level: int, message: str, *args: object) -> None:
-    """Log a failed ``Recorder.flush()``: with its traceback (a full disk, a store that does not
-    answer), except when the recorder lost its session (:class:`pt.SessionBusyError`). That is
-    one line at ``lost_level`` with the error's text: the loss is reported where it happened
-    (``open_agent`` raises it, a worker logs it), and its traceback would only show the
-    cancellation it caused."""
+def log_flush_failure(
+    exc: Exception, message: str, *args: object, lost_level: int, again: bool = False
+) -> None:
+    """Log a failed ``Recorder.flush()``. The first failure of a run comes with its traceback
+    (a full disk, a store that does not answer); ``again``: the run's flushes failed before,
+    so it is one line with the error's first line. A recorder that lost its session
+    (:class:`pt.SessionBusyError`) is one line at ``lost_level``: ``open_agent`` raises the
+    loss and a worker logs it, and its traceback would only show the cancellation it caused."""
     if isinstance(exc, SessionBusyError):
         logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
+    elif again:
+        logger.error(message + ": %s", *args, exception_text(exc).partition("\n")[0], stacklevel=2)
     else:
         logger.error(message, *args, exc_info=exc, stacklevel=2)

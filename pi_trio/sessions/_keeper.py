@@ -128,8 +128,12 @@ class LeaseKeeper:
                 await pull_inbox(self.backend, self.agent, self.recorder)
             except SessionBusyError:
                 raise
-            except Exception:
-                logger.exception("session %r: moving its inbox failed", self.lease.session_id)
+            except Exception as exc:  # tried again at the next renewal: like one, one line
+                logger.warning(
+                    "session %r: moving its inbox failed (%s); trying again at the next renewal",
+                    self.lease.session_id,
+                    exception_text(exc).partition("\n")[0],
+                )
 
     def _lose(self, why: str) -> None:
         error = SessionBusyError(

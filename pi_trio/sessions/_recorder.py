@@ -151,6 +151,11 @@ class SessionRecorder:
         """True once a commit found that this holder lost the session (or it was closed)."""
         return self._failure is not None
 
+    @property
+    def failure(self) -> BaseException | None:
+        """Why nothing more is written (what flushes raise), or None while commits go on."""
+        return self._failure
+
     # --- noting ------------------------------------------------------------------------------
 
     def note(self, kind: EntryKind, payload: Any) -> int:

@@ -131,7 +131,8 @@ class SessionStore:
 
         Raises:
             pt.SessionBusyError: another holder has the session (and ``wait`` is False), or
-                this holder lost its lease during the block (PostgreSQL).
+                this holder lost it during the block (its lease expired, or a commit found it
+                taken over); an exception the block itself raised comes out instead.
             pt.SessionLogError: the log cannot be read; nothing is changed.
 
         Cancellation while opening gives the session back; a commit in flight completes first.
@@ -217,8 +218,9 @@ class SessionStore:
                     if agent.is_running:
                         agent.abort()
                         await agent.wait_for_idle()
-                    if not recorder.lost:  # a lost lease was reported by the run it ended
-                        await recorder.flush()
+                    if recorder.failure is not None:  # a commit found the lease lost
+                        raise SessionBusyError(str(recorder.failure), session_id=session_id)
+                    await recorder.flush()
                 finally:
                     nursery.cancel_scope.cancel()  # the keeper ends with the block
         except BaseExceptionGroup as group:
@@ -245,12 +247,12 @@ class SessionStore:
                 if ending is None:
                     raise
                 after = (
-                    f"its lease expires within {lease.ttl:g} s"
+                    f"its lease runs out by itself (within {lease.ttl:g} s)"
                     if lease.ttl is not None
                     else "it is free once this process ends"
                 )
                 logger.warning(
-                    "session %r: giving it back failed too (%s); %s",
+                    "session %r: could not give it back either (%s); %s",
                     lease.session_id,
                     exception_text(exc).partition("\n")[0],
                     after,

@@ -221,17 +221,18 @@ async def test_a_holder_that_lost_its_lease_stops_with_a_clear_error(
 ) -> None:
     path = store_url
     scripted = faux.FauxModel([faux.assistant_message("never logged")])
-    async with (
-        pt.open_session_store(path) as store,
-        store.open_agent("s", initial_state=_state(scripted), stream_fn=scripted) as a,
-    ):
-        raw("UPDATE pi_trio_sessions SET epoch = epoch + 1")
-        count = len(rows(path))
-        await a.prompt("hello")
-        last = a.state.messages[-1]
-        assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
-        assert "lost it" in (last.error_message or "")
-        assert len(rows(path)) == count  # nothing written under the old epoch
+    async with pt.open_session_store(path) as store:
+        with pytest.raises(pt.SessionBusyError, match="lost it"):  # and so does the block
+            async with store.open_agent(
+                "s", initial_state=_state(scripted), stream_fn=scripted
+            ) as a:
+                raw("UPDATE pi_trio_sessions SET epoch = epoch + 1")
+                count = len(rows(path))
+                await a.prompt("hello")
+                last = a.state.messages[-1]
+                assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
+                assert "lost it" in (last.error_message or "")
+    assert len(rows(path)) == count  # nothing written under the old epoch
 
 
 async def test_repair_after_a_crash_mid_batch(tmp_path: Path) -> None:
