@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import trio
@@ -21,25 +23,43 @@ def _claim_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage().startswith("claiming sessions")]
 
 
+def _saying(caplog: pytest.LogCaptureFixture, *phrases: str) -> list[logging.LogRecord]:
+    """The records whose message has any of ``phrases``."""
+    return [r for r in caplog.records if any(p in r.getMessage() for p in phrases)]
+
+
+@contextmanager
+def _away(raw: Raw, *tables: str) -> Iterator[None]:
+    """An outage as the store sees it: ``tables`` renamed for the block, then put back."""
+    for table in tables:
+        raw(f"ALTER TABLE {table} RENAME TO {table}_away")
+    try:
+        yield
+    finally:
+        for table in tables:
+            raw(f"ALTER TABLE {table}_away RENAME TO {table}")
+
+
 async def test_failing_claims_back_off_and_log_one_traceback(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
     raw = Raw("postgresql", postgres_url)
     options = answering_options()
-    async with pt.open_session_store(postgres_url, lease_ttl=5) as store:
-        raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")  # claims now fail
-        async with trio.open_nursery() as nursery:
+    async with (
+        pt.open_session_store(postgres_url, lease_ttl=5) as store,
+        trio.open_nursery() as nursery,
+    ):
+        with _away(raw, "pi_trio_sessions"):  # claims now fail
             await nursery.start(lambda task_status: pt.serve_sessions(
                 store, options, poll_interval=0.01, task_status=task_status
             ))  # fmt: skip
             await until(lambda: len(_claim_records(caplog)) >= 4)
             failed = _claim_records(caplog)[:4]
-            raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
-            await store.enqueue("s1", "hello")
-            await until(lambda: "works again" in _claim_records(caplog)[-1].getMessage())
-            await until(lambda: raw(IDLE) == [(True,)])  # run, not only moved in
-            nursery.cancel_scope.cancel()
+        await store.enqueue("s1", "hello")
+        await until(lambda: "works again" in _claim_records(caplog)[-1].getMessage())
+        await until(lambda: raw(IDLE) == [(True,)])  # run, not only moved in
+        nursery.cancel_scope.cancel()
     messages = [r.getMessage() for r in failed]
     assert [r.levelno for r in failed] == [logging.ERROR] * 4
     assert failed[0].exc_info is not None  # the first one with its traceback...
@@ -67,19 +87,15 @@ async def test_a_renewal_outage_is_one_warning_then_the_recovery(
     caplog.set_level(logging.DEBUG, logger="pi_trio.sessions")
     raw = Raw("postgresql", postgres_url)
 
-    def renewal_records() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if "lease renewal" in r.getMessage()]
-
     async with (
         pt.open_session_store(postgres_url, lease_ttl=9) as store,  # renewed every 3 s
         store.open_agent("s") as agent,
     ):
-        raw("ALTER TABLE pi_trio_sessions RENAME TO pi_trio_sessions_away")
-        await until(lambda: len(renewal_records()) >= 3)  # the lease lasts 7.5 s from the last
-        raw("ALTER TABLE pi_trio_sessions_away RENAME TO pi_trio_sessions")
-        await until(lambda: "works again" in renewal_records()[-1].getMessage())
+        with _away(raw, "pi_trio_sessions"):
+            await until(lambda: len(_saying(caplog, "lease renewal")) >= 3)  # lasts 7.5 s
+        await until(lambda: "works again" in _saying(caplog, "lease renewal")[-1].getMessage())
         assert not agent.is_running
-    records = renewal_records()
+    records = _saying(caplog, "lease renewal")
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
     retries = [r for r in records if r.levelno == logging.DEBUG]
     assert len(warnings) == 2, warnings
@@ -90,9 +106,6 @@ async def test_a_renewal_outage_is_one_warning_then_the_recovery(
         warnings[1] == f"session 's': lease renewal works again after {len(retries) + 1} failures"
     )
     assert len(retries) >= 2
-
-
-OUTAGE = ("pi_trio_sessions", "pi_trio_inbox")  # what the renewals and the inbox moves read
 
 
 async def test_a_lease_lost_in_an_outage_is_lines_not_tracebacks(
@@ -114,12 +127,6 @@ async def test_a_lease_lost_in_an_outage_is_lines_not_tracebacks(
     tools = [make_tool("slow", slow)]
     options = {"initial_state": pt.AgentState(model=model.model, tools=tools), "stream_fn": model}
 
-    def lost() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if "this holder lost it" in r.getMessage()]
-
-    def ended() -> list[logging.LogRecord]:  # what the worker says as the session's run ends
-        return [r for r in caplog.records if "lost it" in (t := r.getMessage()) or "it stays" in t]
-
     async with (
         pt.open_session_store(postgres_url, lease_ttl=3) as store,
         trio.open_nursery() as nursery,
@@ -130,11 +137,10 @@ async def test_a_lease_lost_in_an_outage_is_lines_not_tracebacks(
         await store.enqueue("s1", "hello")
         with trio.fail_after(30):
             await started.wait()
-        for table in OUTAGE:
-            raw(f"ALTER TABLE {table} RENAME TO {table}_away")
-        await until(lambda: any(r.name == "pi_trio.sessions" for r in ended()))
-        for table in OUTAGE:
-            raw(f"ALTER TABLE {table}_away RENAME TO {table}")
+        with _away(raw, "pi_trio_sessions", "pi_trio_inbox"):  # what renewals and moves read
+            await until(lambda: any(  # the worker says the run ended (lost, or failed)
+                r.name == "pi_trio.sessions" for r in _saying(caplog, "lost it", "it stays")
+            ))  # fmt: skip
         await until(lambda: raw(IDLE) == [(True,)])  # claimed again, repaired, given back
         nursery.cancel_scope.cancel()
     ours = [r for r in caplog.records if r.name.startswith("pi_trio")]
@@ -143,7 +149,7 @@ async def test_a_lease_lost_in_an_outage_is_lines_not_tracebacks(
     assert traced == [], [r.getMessage() for r in traced]  # the first failed claim alone
     texts = [r.getMessage() for r in ours]
     assert not [t for t in texts if "Cancelled" in t or "ExceptionGroup" in t], texts
-    worker = [r for r in lost() if r.name == "pi_trio.sessions"]
+    worker = [r for r in _saying(caplog, "this holder lost it") if r.name == "pi_trio.sessions"]
     assert [r.levelno for r in worker] == [logging.WARNING]
     assert worker[0].getMessage().startswith("session 's1': this holder lost it (no renewal")
     gave_back = [t for t in texts if "could not give it back either" in t]
@@ -165,19 +171,15 @@ async def test_an_inbox_that_cannot_be_read_is_a_line_per_renewal(
     caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
     raw = Raw("postgresql", postgres_url)
 
-    def inbox_records() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if "moving its inbox failed" in r.getMessage()]
-
     async with (
         pt.open_session_store(postgres_url, lease_ttl=0.6) as store,  # renewed every 0.2 s
         store.open_agent("s") as agent,
     ):
-        raw("ALTER TABLE pi_trio_inbox RENAME TO pi_trio_inbox_away")
-        await until(lambda: len(inbox_records()) >= 2)
-        raw("ALTER TABLE pi_trio_inbox_away RENAME TO pi_trio_inbox")
+        with _away(raw, "pi_trio_inbox"):
+            await until(lambda: len(_saying(caplog, "moving its inbox failed")) >= 2)
         await store.enqueue("s", "after the outage")
         await until(lambda: len(agent.queued()) == 1)  # moved in at a later renewal
-    records = inbox_records()
+    records = _saying(caplog, "moving its inbox failed")
     assert [r.exc_info for r in records] == [None] * len(records)
     assert re.fullmatch(
         r"session 's': moving its inbox failed \(.*pi_trio_inbox.*\); trying again at the "
