@@ -110,10 +110,12 @@ async def test_a_flush_that_keeps_failing_is_one_traceback_then_one_line_each(
 ) -> None:
     # a store that is down fails every flush of the run (the closing events' and the end's):
     # the first failure comes with its traceback, the others with the error's first line
-    caplog.set_level(logging.DEBUG, logger="pi_trio.agent")
+    caplog.set_level(logging.DEBUG, logger="pi_trio")
     log = _Log([], fail_flush=True)
     agent, _ = _agent([faux.assistant_message("hello")], recorder=log)
     await agent.prompt("hi")
+    traced = [r for r in caplog.records if r.exc_info]
+    assert len(traced) == 1  # the failure the run ends with is not logged again by the loop
     records = [r for r in caplog.records if "recorder flush failed" in r.getMessage()]
     assert len(records) >= 2
     first, rest = records[0], records[1:]

@@ -16,6 +16,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from .._callbacks import exception_text
 from .._errors import SessionBusyError
+from .._logging import log_failure
 from ..events import AgentEvent
 from ..messages import AgentMessage
 
@@ -79,5 +80,5 @@ def log_flush_failure(
         logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
     elif again:
         logger.error(message + ": %s", *args, exception_text(exc).partition("\n")[0], stacklevel=2)
-    else:
-        logger.error(message, *args, exc_info=exc, stacklevel=2)
+    else:  # marked as logged: the run it ends does not log it again
+        log_failure(logger, logging.ERROR, exc, message, *args)
