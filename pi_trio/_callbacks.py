@@ -14,7 +14,7 @@ from typing import Any
 
 from ._errors import PiError
 
-__all__ = ["call_maybe_async", "exception_text", "is_awaitable"]
+__all__ = ["call_maybe_async", "exception_line", "exception_text", "is_awaitable"]
 
 _PLAIN = frozenset({type(None), bool, int, float, str, list, tuple, dict})
 
@@ -56,3 +56,9 @@ def exception_text(exc: BaseException) -> str:
     if cls is Exception or cls is RuntimeError or isinstance(exc, PiError):
         return text
     return f"{cls.__name__}: {text}"
+
+
+def exception_line(exc: BaseException) -> str:
+    """:func:`exception_text`'s first line: for a log line that repeats a failure already
+    logged in full (a database's own text may go on with the query)."""
+    return exception_text(exc).partition("\n")[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Literal, Protocol, TypeAlias
 
-from .._callbacks import exception_text
+from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from .._logging import log_failure
 from ..events import AgentEvent
@@ -79,6 +79,6 @@ def log_flush_failure(
     if isinstance(exc, SessionBusyError):
         logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
     elif again:
-        logger.error(message + ": %s", *args, exception_text(exc).partition("\n")[0], stacklevel=2)
+        logger.error(message + ": %s", *args, exception_line(exc), stacklevel=2)
     else:  # marked as logged: the run it ends does not log it again
         log_failure(logger, logging.ERROR, exc, message, *args)

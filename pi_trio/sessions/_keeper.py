@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._callbacks import exception_text
+from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from ._backend import Lease, SessionBackend
 from ._entries import read_message
@@ -109,7 +109,7 @@ class LeaseKeeper:
                     logging.WARNING if failures == 1 else logging.DEBUG,
                     "session %r: lease renewal failed (%s); retrying",
                     self.lease.session_id,
-                    exception_text(exc).partition("\n")[0],
+                    exception_line(exc),
                 )
                 last = started - self.interval + min(self.interval, 0.5)
                 continue
@@ -132,7 +132,7 @@ class LeaseKeeper:
                 logger.warning(
                     "session %r: moving its inbox failed (%s); trying again at the next renewal",
                     self.lease.session_id,
-                    exception_text(exc).partition("\n")[0],
+                    exception_line(exc),
                 )
 
     def _lose(self, why: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import trio
 
-from .._callbacks import exception_text
+from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from ..agent import Agent
 from ._keeper import pull_inbox
@@ -159,7 +159,7 @@ class _Worker:
             except Exception as exc:
                 failures += 1
                 if failures == 1:  # the claim loop logs the outage itself
-                    text = exception_text(exc).partition("\n")[0]
+                    text = exception_line(exc)
                     logger.warning("LISTEN failed (%s): polling for work meanwhile", text)
             task_status.started()
             task_status = trio.TASK_STATUS_IGNORED
@@ -228,7 +228,7 @@ def _log_claim_failure(exc: Exception, failures: int, delay: float) -> None:
     if failures == 1:
         logger.error("claiming sessions failed; retrying in %.3g s", delay, exc_info=exc)
     else:
-        text = exception_text(exc).partition("\n")[0]
+        text = exception_line(exc)
         logger.error(
             "claiming sessions failed again (%d in a row): %s; retrying in %.3g s",
             failures,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from .._callbacks import exception_line
 from .._errors import SessionBusyError, SessionLogError
 from .._groups import plain_exception
 from ..agent import Agent, AgentState
@@ -254,7 +255,7 @@ class SessionStore:
                 logger.warning(
                     "session %r: could not give it back either (%s); %s",
                     lease.session_id,
-                    exception_text(exc).partition("\n")[0],
+                    exception_line(exc),
                     after,
                 )
 
