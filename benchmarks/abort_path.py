@@ -5,7 +5,7 @@
 Each run is a prompt whose third turn calls three cooperative ``sleep(10 s)`` tools; once they
 are all parked, a timer task calls ``abort()`` (as S7's does) and the prompt's own task measures
 until ``prompt()`` and ``wait_for_idle()`` are back. The steps are timestamps taken on the way
-(no library code is changed: the tool, ``close_run`` and ``closing_events`` are wrapped):
+(no library code is changed: the tool, ``closing_events`` and ``Emitter.close`` are wrapped):
 ``abort()`` -> the first tool sees its ``Cancelled`` -> the last one does -> the close-out
 starts -> its events are built and applied -> delivered -> idle. The floor (``impl_floor``)
 runs the same plan for its total. Medians over the runs (the first 50 left out), garbage
@@ -25,8 +25,8 @@ import trio
 import trio.testing
 
 import pi_trio as pt
-import pi_trio.loop._close as close_module
 import pi_trio.loop._run as run_module
+from pi_trio.loop._emit import Emitter
 
 from . import _script as script
 from . import impl_floor as floor
@@ -58,27 +58,20 @@ SLEEP = pt.AgentTool(
 
 
 def _wrap_close_out() -> None:
-    close_run, closing_events = run_module.close_run, close_module.closing_events
+    closing_events, close = run_module.closing_events, Emitter.close
 
-    def timed_close_run(run: Any) -> Any:
+    def timed_closing_events(*args: Any) -> Any:
         _stamp("close-out starts")
-        pending = close_run(run)
-        if pending is not None:
-            return _then_stamp(pending)
-        _stamp("close-out delivered")
-        return None
-
-    async def _then_stamp(pending: Any) -> None:
-        await pending
-        _stamp("close-out delivered")
-
-    def timed_closing_events(run: Any) -> Any:
-        events = closing_events(run)
+        events = closing_events(*args)
         _stamp("closing events built")
         return events
 
-    run_module.close_run = timed_close_run  # type: ignore[assignment]
-    close_module.closing_events = timed_closing_events
+    async def timed_close(emitter: Emitter, events: Any) -> None:
+        await close(emitter, events)
+        _stamp("close-out delivered")
+
+    run_module.closing_events = timed_closing_events
+    Emitter.close = timed_close  # type: ignore[method-assign]
 
 
 def _plan(turns_before: int) -> list[pt.AssistantMessage]:

@@ -67,8 +67,10 @@ from .events import (
 )
 from .loop import (
     AgentLoopConfig,
+    EventSink,
     PrepareRequestContext,
     RequestUpdate,
+    RunSink,
     ShouldStopAfterTurnContext,
     TurnUpdate,
     agent_loop,
@@ -149,6 +151,7 @@ __all__ = [
     "Context",
     "ContinueError",
     "CustomMessage",
+    "EventSink",
     "EventsOverflowError",
     "EventsReceiver",
     "ImageContent",
@@ -168,6 +171,7 @@ __all__ = [
     "QueuedMessage",
     "Recorder",
     "RequestUpdate",
+    "RunSink",
     "SessionBusyError",
     "SessionEntry",
     "SessionLogError",

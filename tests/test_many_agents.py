@@ -138,10 +138,10 @@ async def test_a_waiting_run_holds_few_objects() -> None:
     assert per_agent.get("FauxCall", 0) == 0 and per_agent.get("TranscriptView", 0) == 0
     # the tool's progress callback and trio's abort function in Event.wait (5.4 before)
     assert per_agent.get("function", 0) <= 2.5, per_agent
-    # prompt (the agent's run inline), the loop's run and turn loop, the batch down to the tool
-    # and trio's wait (15 at 8bdfd07, 11 at 9b41b1f: Agent._run and run_agent_loop frames)
-    assert per_agent.get("coroutine", 0) <= 9, per_agent
-    # the one abort() cancels, which the Agent lends the loop (2 before: the loop had its own)
+    # prompt and its run, the loop's run, turn loop and tool step, the batch down to the tool
+    # and trio's wait; no wrapper around the run or the tool's own coroutine
+    assert per_agent.get("coroutine", 0) <= 11, per_agent
+    # the one abort() cancels, which the Agent passes the loop (2 before: the loop had its own)
     assert per_agent.get("CancelScope", 0) == 1, per_agent
 
 

@@ -58,8 +58,6 @@ __all__ = ["Agent", "Listener"]
 # the default options, shared by every agent (StreamOptions is frozen: a change is a new one)
 _NO_OPTIONS = StreamOptions()
 
-logger = logging.getLogger("pi_trio.agent")
-
 
 class Agent:
     """A stateful agent: transcript, tools, queues, subscribers, one abort scope.
@@ -339,13 +337,7 @@ class Agent:
             else:
                 messages = [cast(AgentMessage, input)]
         self._check_model()
-        # self._run(messages, task_status=task_status), inlined
-        config, scope, context = self._begin_run(False, task_status)
-        try:
-            with scope:
-                await run_loop(messages, context, config, self._delivery)
-        finally:
-            await self._end_run()
+        await self._run(messages, task_status=task_status)
 
     async def continue_(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -436,19 +428,17 @@ class Agent:
         skip_initial_steering_poll: bool = False,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        # prompt() has these lines inline: one coroutine frame less per waiting run
         config, scope, context = self._begin_run(skip_initial_steering_poll, task_status)
         try:
-            with scope:
-                await run_loop(prompts, context, config, self._delivery)
+            await run_loop(prompts, context, config, self._delivery, cancel_scope=scope)
         finally:
             await self._end_run()
 
     def _begin_run(
         self, skip_initial_steering_poll: bool, task_status: trio.TaskStatus[None]
     ) -> tuple[AgentLoopConfig, trio.CancelScope, AgentContext]:
-        """Make this agent the running one; the config, the scope to enter around the loop
-        (``abort()`` cancels it) and the context the loop runs on."""
+        """Make this agent the running one; the config, the run's cancel scope (``abort()``
+        cancels it) and the context the loop runs on."""
         state = self._state
         # first: a bad setting raises here, before this agent counts as running
         config = loop_config(self, skip_initial_steering_poll)
@@ -457,9 +447,7 @@ class Agent:
         self._outer_nurseries = tuple(self._run_task.child_nurseries)  # usually ()
         task_status.started()
         state.begin_run()
-        delivery = self._delivery
-        delivery.begin_run()
-        delivery._pi_trio_run_scope = scope  # the loop fails by cancelling it: no 2nd scope
+        self._delivery.begin_run()
         # one transcript: the loop appends to state.messages itself, at each message_end
         return config, scope, AgentContext(state.system_prompt, state.messages, list(state.tools))
 
@@ -467,10 +455,9 @@ class Agent:
         """Make this agent idle again, however the run ended. The transcript is complete even
         when closing events were not delivered; a recorder is flushed first."""
         self._state.end_run()
-        delivery = self._delivery
-        delivery._pi_trio_run_scope = None
-        if delivery.recorder is not None:
-            await self._final_flush(delivery.recorder)
+        recorder = self._delivery.recorder
+        if recorder is not None:
+            await self._final_flush(recorder)
         self._scope = None
         self._run_task = None
         idle, self._idle = self._idle, None

@@ -2,11 +2,13 @@
 
 ``run_agent_loop`` / ``run_agent_loop_continue`` run in the caller's task and send every event
 to a sink (``run_loop`` is either, as a coroutine to await); ``agent_loop`` /
-``agent_loop_continue`` hand the events out through a memory channel. The caller's cancel
-scope is the one abort source: cancel it (``move_on_after``, a nursery shutting down,
-``cancel_scope.cancel()``) and the run closes its transcript in pi's aborted shape, delivers
-the closing events within ``config.close_timeout``, then lets ``Cancelled`` out. Failures of
-the model, the tools or the hooks never raise: they are recorded in the transcript.
+``agent_loop_continue`` hand the events out through a memory channel. One cancel scope is the
+run's abort source: its own (``cancel_scope=``, which the run enters, as ``pt.Agent`` passes
+the scope ``abort()`` cancels) or any scope around the call (``move_on_after``, a nursery
+shutting down). Either way the run closes its transcript in pi's aborted shape and delivers the
+closing events within ``config.close_timeout``; a cancellation from around the call then
+propagates. Failures of the model, the tools or the hooks never raise: they are recorded in
+the transcript.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from ..tools import AgentContext
 from ._config import (
     AgentLoopConfig,
     ConvertToLlm,
-    EventSink,
     FinishTurn,
     FinishTurnDecision,
     GetApiKey,
@@ -43,6 +44,7 @@ from ._config import (
     TurnUpdate,
 )
 from ._run import LENGTH_TOOL_TEXT, run
+from ._sink import EventSink, RunSink
 from ._transcript import TranscriptView, default_convert_to_llm
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "PrepareRequest",
     "PrepareRequestContext",
     "RequestUpdate",
+    "RunSink",
     "ShouldStopAfterTurn",
     "ShouldStopAfterTurnContext",
     "SteeringPolicy",
@@ -80,13 +83,29 @@ async def run_agent_loop(
     context: AgentContext,
     config: AgentLoopConfig,
     sink: EventSink,
+    *,
+    cancel_scope: trio.CancelScope | None = None,
 ) -> list[AgentMessage]:
     """Add ``prompts`` to the transcript and run until the agent stops; return the new messages.
 
     ``context.messages`` is the live transcript: the run appends to it before sending each
     event, so it is complete and valid when this returns and when ``Cancelled`` propagates.
+
+    Args:
+        prompts: the messages that start the run.
+        context: the system prompt, the live transcript and the tools.
+        config: the model, the hooks and the options.
+        sink: where the events go: any :class:`EventSink` (a memory channel's send end), or a
+            :class:`RunSink` that keeps state of its own.
+        cancel_scope: the run's abort switch: a fresh ``trio.CancelScope`` that the run
+            enters; cancel it (from any task, before or during the run) to abort the run,
+            which then returns normally. A failure of the run's callbacks cancels it too.
+            None: the run makes its own.
+
+    Cancellation from an enclosing scope closes the run in pi's aborted shape, delivers the
+    closing events within ``config.close_timeout``, then propagates.
     """
-    return await run(list(prompts), context, config, sink)
+    return await run(list(prompts), context, config, sink, cancel_scope)
 
 
 def run_loop(
@@ -94,6 +113,8 @@ def run_loop(
     context: AgentContext,
     config: AgentLoopConfig,
     sink: EventSink,
+    *,
+    cancel_scope: trio.CancelScope | None = None,
 ) -> Coroutine[Any, Any, list[AgentMessage]]:
     """The run of :func:`run_agent_loop` (``prompts`` first) or, with ``prompts=None``, of
     :func:`run_agent_loop_continue`, as a coroutine made at the call, to await at once.
@@ -101,11 +122,10 @@ def run_loop(
     For a caller that runs many agents (``pt.Agent`` uses it): the run holds no frame of
     this function while it waits. Unlike those two, the run's state is built here, and the
     continue checks (a non-empty transcript whose last message is not the assistant's) are
-    the caller's to make. Cancellation is theirs: see the module docstring. A coroutine
-    closed or dropped before it is awaited ran nothing: no event, no transcript change, no
-    tracing span.
+    the caller's to make. Cancellation is as in :func:`run_agent_loop`. A coroutine closed or
+    dropped before it is awaited ran nothing: no event, no transcript change, no tracing span.
     """
-    return run(None if prompts is None else list(prompts), context, config, sink)
+    return run(None if prompts is None else list(prompts), context, config, sink, cancel_scope)
 
 
 def _check_continuable(messages: Sequence[AgentMessage]) -> None:
@@ -116,12 +136,20 @@ def _check_continuable(messages: Sequence[AgentMessage]) -> None:
 
 
 async def run_agent_loop_continue(
-    context: AgentContext, config: AgentLoopConfig, sink: EventSink
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: EventSink,
+    *,
+    cancel_scope: trio.CancelScope | None = None,
 ) -> list[AgentMessage]:
-    """Run from the transcript as it is (a retry). Its last message must not be the assistant's:
-    :class:`pt.ContinueError` (pi's texts) otherwise."""
+    """Run from the transcript as it is (a retry); otherwise as :func:`run_agent_loop`.
+
+    Raises:
+        ContinueError: the transcript is empty or ends with the assistant's message (pi's
+            texts).
+    """
     _check_continuable(context.messages)
-    return await run(None, context, config, sink)
+    return await run(None, context, config, sink, cancel_scope)
 
 
 @asynccontextmanager

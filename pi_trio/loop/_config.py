@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol, TypeAlias, final
+from typing import Literal, TypeAlias, final
 
 import attrs
 import trio
 
-from ..events import AgentEvent
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
@@ -17,7 +16,6 @@ from ..tools import AfterToolCall, AgentContext, AgentTool, BeforeToolCall
 __all__ = [
     "AgentLoopConfig",
     "ConvertToLlm",
-    "EventSink",
     "FinishTurn",
     "FinishTurnDecision",
     "GetApiKey",
@@ -39,30 +37,6 @@ ToolExecution: TypeAlias = Literal["parallel", "sequential"]
 SteeringPolicy: TypeAlias = Literal["after_batch", "at_tool_boundary"]
 """When a steering message goes in: after the tool batch (pi's), or at once, stopping the calls
 of the batch not yet finished (pi#4001)."""
-
-
-class EventSink(Protocol):
-    """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike.
-
-    The loop awaits ``send(event)`` for each event, in order, from the task that runs it (or,
-    during a parallel tool batch, from one tool task at a time). Two rules a sink must keep:
-
-    * **A cancelled send is retried.** When a cancellation interrupts ``send(event)``, the
-      run's close-out calls ``send`` again with the *same* event object before the closing
-      events. A memory channel's cancelled send delivered nothing, so this delivers it once; a
-      sink that fans out (``pt.Agent``'s) resumes with the receivers that missed it. A sink that
-      cannot tell should make its sends idempotent for the same object.
-    * **An exception from send ends the run** with stop_reason "error" (the exception's text);
-      the closing events are still sent, and their exceptions are ignored.
-
-    A sink may also have a synchronous ``apply(event)`` (read once per run): the loop calls it
-    for each event before sending it, and for every closing event before it delivers any of
-    them, so the sink's own state is complete even when delivery is cut short. A
-    ``message_update`` whose message is the one already streaming is not applied (it changes no
-    state); every other event is.
-    """
-
-    def send(self, value: AgentEvent, /) -> Awaitable[None]: ...
 
 
 @final

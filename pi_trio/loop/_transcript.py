@@ -106,14 +106,6 @@ class Transcript:
         """The taken message to start next (there must be one)."""
         return self.taken[-1]
 
-    def apply(self, event: AgentEvent) -> None:
-        """Advance the message an event is about (``message_start`` / ``message_end``)."""
-        cls = type(event)
-        if cls is MessageEnd:
-            self.end(event.message)  # type: ignore[union-attr]
-        elif cls is MessageStart:
-            self.start(event.message)  # type: ignore[union-attr]
-
     def start(self, message: AgentMessage) -> None:
         """``message_start``: the message is open (and no longer taken, if it was)."""
         taken = self.taken

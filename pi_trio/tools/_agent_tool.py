@@ -87,12 +87,13 @@ class AgentTool:
         """Validated (and coerced) arguments; :class:`pt.ToolArgumentError` with pi's text."""
         return self.validator.validate(self.name, arguments)
 
-    async def run(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Any:
-        """Execute the tool; sync tools go to a worker thread that is abandoned on cancel."""
+    def run(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Awaitable[Any]:
+        """The tool's execution, to await at once: an async tool's own coroutine (no frame of
+        this method while it runs), or a sync tool in a worker thread that is abandoned on
+        cancel. The awaitable returns what ``execute`` returned and raises what it raised."""
         if self.is_async:
-            return await self.execute(tool_call_id, params, on_update)  # type: ignore[misc]
-
-        return await self._run_in_thread(tool_call_id, params, on_update)
+            return self.execute(tool_call_id, params, on_update)  # type: ignore[return-value]
+        return self._run_in_thread(tool_call_id, params, on_update)
 
     async def _run_in_thread(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Any:
         """A sync tool in a worker thread; its updates come back through a channel.

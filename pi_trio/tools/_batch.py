@@ -342,10 +342,7 @@ class ToolBatch:
             if self._steering is not None:
                 value = await self._run_steerable(slot, tool, timeout, on_update)
             elif timeout is None:
-                if tool.is_async and type(tool) is AgentTool:  # its run(), inlined: a frame less
-                    value = await tool.execute(call.id, slot.args, on_update)  # type: ignore[misc]
-                else:
-                    value = await tool.run(call.id, slot.args, on_update)
+                value = await tool.run(call.id, slot.args, on_update)
             else:
                 with trio.move_on_after(timeout) as limit:
                     value = await tool.run(call.id, slot.args, on_update)

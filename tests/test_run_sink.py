@@ -1,0 +1,139 @@
+"""The loop's seams: a ``pt.RunSink`` has each event applied before it is delivered, and is
+told when the close-out begins; ``cancel_scope=`` is the run's abort switch."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import pi_trio as pt
+
+from .support import PROMPT, calls, loop_setup, sleeps
+from .transcript import assert_transcript_valid
+
+SCRIPT = [sleeps(10), pt.faux.assistant_message("done")]
+
+
+class LoggingRunSink:
+    """A RunSink that logs what the loop asks of it, in order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.delivered: list[pt.AgentEvent] = []
+
+    async def send(self, event: pt.AgentEvent) -> None:
+        raise AssertionError("the loop delivers to a RunSink through deliver_nowait")
+
+    def apply(self, event: pt.AgentEvent) -> None:
+        self.log.append(("apply", event.type))
+
+    def deliver_nowait(self, event: pt.AgentEvent) -> Awaitable[None] | None:
+        self.log.append(("deliver", event.type))
+        self.delivered.append(event)
+        return None
+
+    def closing(self) -> None:
+        self.log.append(("closing", ""))
+
+
+def test_a_sink_with_the_four_methods_is_a_run_sink_and_a_channel_is_not() -> None:
+    send, _ = trio.open_memory_channel[pt.AgentEvent](1)
+    assert isinstance(LoggingRunSink(), pt.RunSink)
+    assert not isinstance(send, pt.RunSink)
+
+
+async def test_every_event_is_applied_before_it_is_delivered() -> None:
+    ctx, cfg, _, _ = loop_setup([calls(("echo", {"text": "hi"})), pt.faux.assistant_message("ok")])
+    sink = LoggingRunSink()
+    await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    assert sink.delivered[-1].type == "agent_end"
+    previous = None
+    for step, kind in sink.log:
+        if step == "deliver" and kind != "message_update":
+            assert previous == ("apply", kind), (kind, previous)
+        previous = (step, kind)
+    # the scripted model keeps one partial per message: its updates change nothing to apply
+    assert ("deliver", "message_update") in sink.log
+    assert ("apply", "message_update") not in sink.log
+    assert ("closing", "") not in sink.log  # a run that ends by itself has no close-out
+
+
+async def test_the_close_out_applies_every_closing_event_before_it_delivers_any() -> None:
+    ctx, cfg, _, _ = loop_setup(SCRIPT)
+    sink = LoggingRunSink()
+    with trio.move_on_after(1):
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    closing = sink.log.index(("closing", ""))
+    before, after = sink.log[:closing], sink.log[closing + 1 :]
+    assert before[-1][0] == "apply" and {step for step, _ in after} == {"deliver"}
+    closing_applied = [kind for step, kind in reversed(before) if step == "apply"]
+    assert [kind for _, kind in after] == closing_applied[: len(after)][::-1]
+    assert after[-1] == ("deliver", "agent_end")
+    assert_transcript_valid(ctx.messages, aborted=True)
+
+
+async def test_cancelling_the_given_scope_aborts_the_run_which_returns() -> None:
+    ctx, cfg, sink, _ = loop_setup(SCRIPT)
+    scope = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+
+        async def abort_once_the_tool_runs() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            scope.cancel()
+
+        nursery.start_soon(abort_once_the_tool_runs)
+        messages = await pt.run_agent_loop(PROMPT, ctx, cfg, sink, cancel_scope=scope)
+    assert "tool_execution_start" in sink.types
+    assert messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert_transcript_valid(ctx.messages, aborted=True)
+
+
+async def test_a_scope_cancelled_before_the_run_never_calls_the_model() -> None:
+    ctx, cfg, sink, scripted = loop_setup(SCRIPT)
+    scope = trio.CancelScope()
+    scope.cancel()
+    messages = await pt.run_agent_loop(PROMPT, ctx, cfg, sink, cancel_scope=scope)
+    assert scripted.calls == []
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert sink.types[0] == "agent_start" and sink.types[-1] == "agent_end"
+
+
+async def test_a_failing_sink_cancels_the_given_scope_and_the_run_ends_in_error() -> None:
+    ctx, cfg, _, _ = loop_setup(SCRIPT)
+
+    class Failing:
+        async def send(self, event: pt.AgentEvent) -> None:
+            if event.type == "tool_execution_start":
+                raise ValueError("sink fail")
+
+    scope = trio.CancelScope()
+    messages = await pt.run_agent_loop(PROMPT, ctx, cfg, Failing(), cancel_scope=scope)
+    assert scope.cancel_called
+    assert messages[-1].error_message == "ValueError: sink fail"  # type: ignore[union-attr]
+    assert_transcript_valid(ctx.messages)
+
+
+async def test_a_scope_cannot_serve_two_runs() -> None:
+    ctx, cfg, sink, _ = loop_setup([pt.faux.assistant_message("one")])
+    scope = trio.CancelScope()
+    await pt.run_agent_loop(PROMPT, ctx, cfg, sink, cancel_scope=scope)
+    ctx2, cfg2, sink2, _ = loop_setup([pt.faux.assistant_message("two")])
+    with pytest.raises(RuntimeError):
+        await pt.run_agent_loop(PROMPT, ctx2, cfg2, sink2, cancel_scope=scope)
+
+
+async def test_an_agent_passes_the_scope_abort_cancels(autojump_clock: Any) -> None:
+    from .support import make_agent
+
+    agent = make_agent(SCRIPT)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.prompt, "go")
+        await trio.testing.wait_all_tasks_blocked()
+        agent.abort()
+    last = agent.state.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "aborted"
