@@ -35,7 +35,7 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentState, EventsReceiver, QueuedMessage, Recorder
+from .agent import Agent, AgentSettings, AgentState, EventsReceiver, QueuedMessage, Recorder
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -140,6 +140,7 @@ __all__ = [
     "AgentEvent",
     "AgentLoopConfig",
     "AgentMessage",
+    "AgentSettings",
     "AgentStart",
     "AgentState",
     "AgentTool",

@@ -36,12 +36,12 @@ def _calls(*seconds: float) -> pt.AssistantMessage:
 async def test_a_bad_steering_policy_does_not_wedge_the_agent() -> None:
     scripted = faux.FauxModel([faux.assistant_message("x"), faux.assistant_message("y")])
     agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
-    agent.steering_policy = "sometimes"  # type: ignore[assignment]
     with pytest.raises(ValueError, match="steering_policy"):
-        await agent.prompt("hi")
-    agent.steering_policy = "after_batch"
-    assert not agent.is_running  # before the fix: True for ever
-    await agent.prompt("again")  # before the fix: AgentBusyError
+        agent.steering_policy = "sometimes"  # type: ignore[assignment]
+    assert agent.steering_policy == "after_batch"  # the refused value was never taken
+    await agent.prompt("hi")
+    assert not agent.is_running
+    await agent.prompt("again")
 
 
 def test_agent_checks_steering_policy_where_it_is_given() -> None:

@@ -117,17 +117,14 @@ async def test_a_run_loop_coroutine_never_awaited_leaves_no_open_span(spans: _Co
 
 
 async def test_a_bad_setting_makes_continue_raise_without_losing_the_steered_message() -> None:
-    """From an assistant tail, ``continue_()`` took the steering queue's messages, then the
-    run's configuration refused a bad setting: the ValueError came out and the message was
-    gone (neither queued nor in the transcript)."""
+    """A bad setting is refused where it is set, so ``continue_()`` never takes the steering
+    queue's message for a run that cannot start (it used to, and lost it)."""
     agent = make_agent([faux.assistant_message("first"), faux.assistant_message("second")])
     await agent.prompt("go")
     agent.steer(pt.UserMessage("steered"))
-    agent.max_parallel_tools = 0
     with pytest.raises(ValueError, match="max_parallel_tools"):
-        await agent.continue_()
-    assert agent.has_queued_messages()
-    agent.max_parallel_tools = None
+        agent.max_parallel_tools = 0
+    assert agent.has_queued_messages() and agent.max_parallel_tools is None
     await agent.continue_()
     assert [getattr(m, "content", None) for m in agent.state.messages[-2:]] == [
         "steered",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._agent import Agent, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._recorder import QueueKind, Recorder
+from ._settings import AgentSettings
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
 from ._subscriptions import ChannelEvent, EventsReceiver, OverflowPolicy
 from ._texts import BUSY_CONTINUE, BUSY_PROMPT, CONTINUE_FROM_ASSISTANT, NOTHING_TO_CONTINUE
@@ -16,6 +17,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "NOTHING_TO_CONTINUE",
     "Agent",
+    "AgentSettings",
     "AgentState",
     "ChannelEvent",
     "EventsReceiver",

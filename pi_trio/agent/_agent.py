@@ -35,12 +35,12 @@ from ..loop import (
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
-from ._budgets import Budgets
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
-from ._loop_config import check_settings, loop_config
+from ._loop_config import loop_config
 from ._queues import Queues
 from ._recorder import Recorder, log_flush_failure
+from ._settings import AgentSettings, SettingField
 from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 from ._tasks import inside
@@ -55,30 +55,17 @@ from ._texts import (
 
 __all__ = ["Agent", "Listener"]
 
-# the default options, shared by every agent (StreamOptions is frozen: a change is a new one)
-_NO_OPTIONS = StreamOptions()
-
 
 class Agent:
     """A stateful agent: transcript, tools, queues, subscribers, one abort scope.
 
-    Hooks (``convert_to_llm``, ``transform_context``, ``get_api_key``, ``before_tool_call``,
-    ``after_tool_call``, ``should_stop_after_turn``) are those of :class:`pt.AgentLoopConfig`.
-    ``stream_fn`` defaults to :func:`pt.stream_simple`; ``stream_options`` are the base options
-    of every request (the agent adds ``reasoning`` from ``state.thinking_level`` and
-    ``session_id``). ``close_timeout`` bounds the delivery of the closing events of an aborted
-    run. ``max_parallel_tools``, ``tool_timeout`` and ``steering_policy`` shape tool batches
-    (see :class:`pt.AgentLoopConfig`); ``recorder`` is told every event before it is
-    delivered (see :class:`pt.Recorder`). ``max_turns``, ``max_tool_calls``,
-    ``max_total_tokens`` and ``max_cost`` (dollars) are per-run budgets: when one is reached
-    the run ends after that turn (never mid-tool), ``state.error_message`` says which, and
-    ``events()`` channels get a
-    :class:`pt.BudgetReached`. ``finish_turn``, ``prepare_request`` and ``prepare_next_turn``
-    are pi 1.x's hooks (see :class:`pt.AgentLoopConfig`).
+    The keyword options are those of :class:`pt.AgentSettings` (hooks, queue modes, tool
+    batches, budgets, the recorder); ``agent.settings`` is the record, and each option is an
+    attribute too (assigning one replaces the record, checked at once).
 
     Raises:
-        ValueError: a budget, ``max_parallel_tools``, ``tool_timeout`` or ``steering_policy``
-            out of range.
+        TypeError: an option of the wrong type (a hook that is not callable, say).
+        ValueError: an option out of range; the message names it and what it takes.
     """
 
     def __init__(
@@ -110,35 +97,85 @@ class Agent:
         prepare_request: PrepareRequest | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
     ) -> None:
+        settings = AgentSettings(
+            convert_to_llm=convert_to_llm,
+            transform_context=transform_context,
+            stream_fn=stream_fn,
+            get_api_key=get_api_key,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+            should_stop_after_turn=should_stop_after_turn,
+            steering_mode=steering_mode,
+            follow_up_mode=follow_up_mode,
+            tool_execution=tool_execution,
+            session_id=session_id,
+            stream_options=stream_options,
+            close_timeout=close_timeout,
+            recorder=recorder,
+            max_parallel_tools=max_parallel_tools,
+            tool_timeout=tool_timeout,
+            steering_policy=steering_policy,
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            max_total_tokens=max_total_tokens,
+            max_cost=max_cost,
+            finish_turn=finish_turn,
+            prepare_request=prepare_request,
+            prepare_next_turn=prepare_next_turn,
+        )
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
-        self.convert_to_llm = convert_to_llm
-        self.transform_context = transform_context
-        self.stream_fn = stream_fn
-        self.get_api_key = get_api_key
-        self.before_tool_call = before_tool_call
-        self.after_tool_call = after_tool_call
-        self.should_stop_after_turn = should_stop_after_turn
-        self.tool_execution: ToolExecution = tool_execution
-        self.session_id = session_id
-        self.stream_options = stream_options or _NO_OPTIONS
-        self.close_timeout = close_timeout
-        self.max_parallel_tools = max_parallel_tools
-        self.tool_timeout = tool_timeout
-        self.steering_policy: SteeringPolicy = steering_policy
-        self.finish_turn = finish_turn
-        self.prepare_request = prepare_request
-        self.prepare_next_turn = prepare_next_turn
-        self.budgets = Budgets(max_turns, max_tool_calls, max_total_tokens, max_cost)
         self._delivery = Delivery(self._state)
-        self._delivery.recorder = recorder
-        self._queues = Queues(steering_mode, follow_up_mode, self._delivery)
-        self._steering = self._queues.steering
-        self._follow_ups = self._queues.follow_ups
-        check_settings(self)
+        self._queues = Queues(self._delivery)
+        self.settings = settings
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
         self._outer_nurseries: tuple[trio.Nursery, ...] = ()
         self._idle: trio.Event | None = None
+
+    # --- settings ----------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> AgentSettings:
+        """Every option of this agent, as one record; assign a new one to change them (the
+        next run takes it; the queue modes and the recorder apply at once)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: AgentSettings) -> None:
+        if not isinstance(settings, AgentSettings):
+            raise TypeError(
+                f"settings must be a pt.AgentSettings, got a {type(settings).__name__} "
+                "(agent.settings.evolve(option=value) makes one)"
+            )
+        self._settings = settings
+        self._delivery.recorder = settings.recorder
+        self._queues.steering.mode = settings.steering_mode
+        self._queues.follow_ups.mode = settings.follow_up_mode
+
+    convert_to_llm = SettingField[ConvertToLlm | None]()
+    transform_context = SettingField[TransformContext | None]()
+    stream_fn = SettingField[StreamFn | None]()
+    get_api_key = SettingField[GetApiKey | None]()
+    before_tool_call = SettingField[BeforeToolCall | None]()
+    after_tool_call = SettingField[AfterToolCall | None]()
+    should_stop_after_turn = SettingField[ShouldStopAfterTurn | None]()
+    steering_mode = SettingField[QueueMode]()
+    follow_up_mode = SettingField[QueueMode]()
+    tool_execution = SettingField[ToolExecution]()
+    session_id = SettingField[str | None]()
+    stream_options = SettingField[StreamOptions]()
+    close_timeout = SettingField[float]()
+    recorder = SettingField[Recorder | None]()
+    max_parallel_tools = SettingField[int | None]()
+    tool_timeout = SettingField[float | None]()
+    steering_policy = SettingField[SteeringPolicy]()
+    max_turns = SettingField[int | None]()
+    max_tool_calls = SettingField[int | None]()
+    max_total_tokens = SettingField[int | None]()
+    max_cost = SettingField[float | None]()
+    finish_turn = SettingField[FinishTurn | None]()
+    prepare_request = SettingField[PrepareRequest | None]()
+    prepare_next_turn = SettingField[PrepareNextTurn | None]()
 
     # --- state and queues --------------------------------------------------------------------
 
@@ -147,34 +184,8 @@ class Agent:
         return self._state
 
     @property
-    def recorder(self) -> Recorder | None:
-        """What this agent reports its runs and queue changes to (a durable store's
-        :class:`pt.Recorder`), or None."""
-        return self._delivery.recorder
-
-    @recorder.setter
-    def recorder(self, recorder: Recorder | None) -> None:
-        self._delivery.recorder = recorder
-
-    @property
     def is_running(self) -> bool:
         return self._scope is not None
-
-    @property
-    def steering_mode(self) -> QueueMode:
-        return self._steering.mode
-
-    @steering_mode.setter
-    def steering_mode(self, mode: QueueMode) -> None:
-        self._steering.mode = mode
-
-    @property
-    def follow_up_mode(self) -> QueueMode:
-        return self._follow_ups.mode
-
-    @follow_up_mode.setter
-    def follow_up_mode(self, mode: QueueMode) -> None:
-        self._follow_ups.mode = mode
 
     def steer(self, message: AgentMessage | str) -> QueuedMessage:
         """Queue a message to inject after the current turn (never mid-turn); returns its
@@ -194,13 +205,13 @@ class Agent:
 
     def queued(self) -> tuple[QueuedMessage, ...]:
         """A snapshot of both queues: the steering messages, then the follow-ups, in order."""
-        return (*self._steering.snapshot(), *self._follow_ups.snapshot())
+        return (*self._queues.steering.snapshot(), *self._queues.follow_ups.snapshot())
 
     def peek_queued_messages(self) -> list[AgentMessage]:
         """What the next poll would take, without taking it (pi 0.87's
         ``peekQueuedMessages``): the steering queue's next message(s) if any, else the
         follow-up queue's."""
-        return self._steering.peek() or self._follow_ups.peek()
+        return self._queues.steering.peek() or self._queues.follow_ups.peek()
 
     def remove_queued(self, item_id: str) -> None:
         """Take back a queued message the run has not taken yet.
@@ -223,7 +234,7 @@ class Agent:
         self.clear_follow_up_queue()
 
     def has_queued_messages(self) -> bool:
-        return len(self._steering) > 0 or len(self._follow_ups) > 0
+        return self._queues.any_queued()
 
     def reset(self) -> None:
         """Clear the transcript, the runtime state and both queues (pi's ``reset``).
@@ -360,7 +371,6 @@ class Agent:
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
         if messages[-1].role == "assistant":
-            check_settings(self)  # a bad setting raises before a queued message is taken
             if self.recorder is not None:  # durable before a run takes it
                 await self.recorder.flush()
                 if self._scope is not None:  # a run began while we waited for the flush
@@ -440,8 +450,13 @@ class Agent:
         """Make this agent the running one; the config, the run's cancel scope (``abort()``
         cancels it) and the context the loop runs on."""
         state = self._state
-        # first: a bad setting raises here, before this agent counts as running
-        config = loop_config(self, skip_initial_steering_poll)
+        config = loop_config(
+            self._settings,
+            state,
+            self._queues,
+            self._delivery,
+            skip_first_steering_poll=skip_initial_steering_poll,
+        )
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
         self._outer_nurseries = tuple(self._run_task.child_nurseries)  # usually ()

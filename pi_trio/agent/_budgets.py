@@ -20,6 +20,7 @@ from ..events import BudgetReached
 from ..loop import FinishTurn, FinishTurnDecision, ShouldStopAfterTurn, ShouldStopAfterTurnContext
 from ..messages import AssistantMessage
 from ._delivery import Delivery
+from ._settings import AgentSettings
 from ._state import AgentState
 
 __all__ = ["Budgets"]
@@ -27,31 +28,26 @@ __all__ = ["Budgets"]
 
 @attrs.frozen
 class Budgets:
-    """The limits of one agent's runs (None: no limit).
+    """The limits of one agent's runs (None: no limit), as its settings hold them (checked
+    there)."""
 
-    Raises:
-        ValueError: a limit below 1 (or a cost below 0).
-    """
+    max_turns: int | None
+    max_tool_calls: int | None
+    max_total_tokens: int | None
+    max_cost: float | None
 
-    max_turns: int | None = None
-    max_tool_calls: int | None = None
-    max_total_tokens: int | None = None
-    max_cost: float | None = None
-
-    def __attrs_post_init__(self) -> None:
-        for name in ("max_turns", "max_tool_calls", "max_total_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {value!r}")
-        if self.max_cost is not None and not self.max_cost > 0:
-            raise ValueError(f"max_cost must be > 0 dollars or None, got {self.max_cost!r}")
-
-    @property
-    def any(self) -> bool:
-        return any(
-            limit is not None
-            for limit in (self.max_turns, self.max_tool_calls, self.max_total_tokens, self.max_cost)
+    @classmethod
+    def of(cls, settings: AgentSettings) -> Budgets | None:
+        """The budgets ``settings`` set, or None when they set none."""
+        limits = (
+            settings.max_turns,
+            settings.max_tool_calls,
+            settings.max_total_tokens,
+            settings.max_cost,
         )
+        if all(limit is None for limit in limits):
+            return None
+        return cls(*limits)
 
     def hooks(
         self,
@@ -66,8 +62,6 @@ class Budgets:
         ``state.error_message`` before ``agent_end``, the notice to the ``events()``
         channels). A turn counts as going on when it ran tools, something is queued, or
         ``finish_turn`` asked to continue."""
-        if not self.any:
-            return user_hook, finish_turn
         decided: list[FinishTurnDecision] = [None]
 
         def reached(notice: BudgetReached) -> None:

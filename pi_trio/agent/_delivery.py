@@ -41,7 +41,7 @@ from ._subscriptions import Subscription
 
 __all__ = ["Delivery", "Listener"]
 
-Listener: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+Listener: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
 
 logger = agent_logger
 

@@ -16,7 +16,7 @@ from ..events import QueueUpdate
 from ..loop import GetMessages
 from ..messages import AgentMessage
 from ._delivery import Delivery
-from ._inbox import Inbox, QueuedMessage, QueueKind, QueueMode
+from ._inbox import Inbox, QueuedMessage, QueueKind
 from ._recorder import Recorder
 
 __all__ = ["Queues"]
@@ -29,13 +29,14 @@ class Queues:
 
     __slots__ = ("_delivery", "_queued", "follow_ups", "steering")
 
-    def __init__(
-        self, steering_mode: QueueMode, follow_up_mode: QueueMode, delivery: Delivery
-    ) -> None:
-        self.steering = Inbox("steer", steering_mode)
-        self.follow_ups = Inbox("follow_up", follow_up_mode)
+    def __init__(self, delivery: Delivery) -> None:
+        self.steering = Inbox("steer", "one-at-a-time")  # the agent's settings set the modes
+        self.follow_ups = Inbox("follow_up", "one-at-a-time")
         self._delivery = delivery
         self._queued = 0  # messages ever queued: ids are unique per agent, across both queues
+
+    def any_queued(self) -> bool:
+        return len(self.steering) > 0 or len(self.follow_ups) > 0
 
     def inbox(self, kind: QueueKind) -> Inbox:
         return self.steering if kind == "steer" else self.follow_ups

@@ -12,7 +12,7 @@ it too (an audit trail, say).
 from __future__ import annotations
 
 import logging
-from typing import Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
@@ -27,6 +27,7 @@ logger = logging.getLogger("pi_trio.agent")
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
 
+@runtime_checkable
 class Recorder(Protocol):
     """What an ``Agent(recorder=...)`` reports, in order, as its state changes.
 

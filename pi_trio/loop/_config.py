@@ -8,6 +8,14 @@ from typing import Literal, TypeAlias, final
 import attrs
 import trio
 
+from .._checks import (
+    callable_or_none,
+    count_or_none,
+    hook_field,
+    non_negative_seconds,
+    one_of,
+    positive_or_none,
+)
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
@@ -114,22 +122,20 @@ class TurnUpdate:
 
 # Hooks may be async (the usual case) or plain functions.
 TransformContext: TypeAlias = Callable[
-    [Sequence[AgentMessage]], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"
+    [Sequence[AgentMessage]], Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]
 ]
 ConvertToLlm: TypeAlias = Callable[
-    [Sequence[AgentMessage]], "Awaitable[Sequence[Message]] | Sequence[Message]"
+    [Sequence[AgentMessage]], Awaitable[Sequence[Message]] | Sequence[Message]
 ]
-GetApiKey: TypeAlias = Callable[[str], "Awaitable[str | None] | str | None"]
-GetMessages: TypeAlias = Callable[[], "Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]"]
-ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], "Awaitable[bool] | bool"]
-FinishTurn: TypeAlias = Callable[
-    [TurnContext], "Awaitable[FinishTurnDecision] | FinishTurnDecision"
-]
+GetApiKey: TypeAlias = Callable[[str], Awaitable[str | None] | str | None]
+GetMessages: TypeAlias = Callable[[], Awaitable[Sequence[AgentMessage]] | Sequence[AgentMessage]]
+ShouldStopAfterTurn: TypeAlias = Callable[[ShouldStopAfterTurnContext], Awaitable[bool] | bool]
+FinishTurn: TypeAlias = Callable[[TurnContext], Awaitable[FinishTurnDecision] | FinishTurnDecision]
 PrepareRequest: TypeAlias = Callable[
-    [PrepareRequestContext], "Awaitable[RequestUpdate | None] | RequestUpdate | None"
+    [PrepareRequestContext], Awaitable[RequestUpdate | None] | RequestUpdate | None
 ]
 PrepareNextTurn: TypeAlias = Callable[
-    [TurnContext], "Awaitable[TurnUpdate | None] | TurnUpdate | None"
+    [TurnContext], Awaitable[TurnUpdate | None] | TurnUpdate | None
 ]
 
 
@@ -170,41 +176,44 @@ class AgentLoopConfig:
     ``prepare_next_turn(turn) -> TurnUpdate | None`` runs only when another turn will start,
     before its ``turn_start``: messages to add, and the model / thinking level of later
     requests. ``should_stop_after_turn`` keeps working (after ``turn_end``).
+
+    Raises:
+        TypeError: a hook that is not callable, a setting of the wrong type.
+        ValueError: a setting out of range (each message names it and what it takes).
     """
 
-    model: Model
-    convert_to_llm: ConvertToLlm | None = None
-    transform_context: TransformContext | None = attrs.field(default=None, kw_only=True)
-    get_api_key: GetApiKey | None = attrs.field(default=None, kw_only=True)
-    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None, kw_only=True)
-    get_steering_messages: GetMessages | None = attrs.field(default=None, kw_only=True)
-    get_follow_up_messages: GetMessages | None = attrs.field(default=None, kw_only=True)
-    tool_execution: ToolExecution = attrs.field(default="parallel", kw_only=True)
-    before_tool_call: BeforeToolCall | None = attrs.field(default=None, kw_only=True)
-    after_tool_call: AfterToolCall | None = attrs.field(default=None, kw_only=True)
-    stream_fn: StreamFn | None = attrs.field(default=None, kw_only=True)
-    stream_options: StreamOptions = attrs.field(kw_only=True, factory=StreamOptions)
-    close_timeout: float = attrs.field(default=5.0, kw_only=True)
-    max_parallel_tools: int | None = attrs.field(default=None, kw_only=True)
-    tool_timeout: float | None = attrs.field(default=None, kw_only=True)
-    steering_policy: SteeringPolicy = attrs.field(default="after_batch", kw_only=True)
-    steering_signal: Callable[[], trio.Event] | None = attrs.field(default=None, kw_only=True)
-    finish_turn: FinishTurn | None = attrs.field(default=None, kw_only=True)
-    prepare_request: PrepareRequest | None = attrs.field(default=None, kw_only=True)
-    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, kw_only=True)
+    model: Model = attrs.field(validator=attrs.validators.instance_of(Model))
+    convert_to_llm: ConvertToLlm | None = attrs.field(default=None, validator=callable_or_none)
+    transform_context: TransformContext | None = hook_field()
+    get_api_key: GetApiKey | None = hook_field()
+    should_stop_after_turn: ShouldStopAfterTurn | None = hook_field()
+    get_steering_messages: GetMessages | None = hook_field()
+    get_follow_up_messages: GetMessages | None = hook_field()
+    tool_execution: ToolExecution = attrs.field(
+        default="parallel", kw_only=True, validator=one_of("parallel", "sequential")
+    )
+    before_tool_call: BeforeToolCall | None = hook_field()
+    after_tool_call: AfterToolCall | None = hook_field()
+    stream_fn: StreamFn | None = hook_field()
+    stream_options: StreamOptions = attrs.field(
+        kw_only=True, factory=StreamOptions, validator=attrs.validators.instance_of(StreamOptions)
+    )
+    close_timeout: float = attrs.field(default=5.0, kw_only=True, validator=non_negative_seconds)
+    max_parallel_tools: int | None = attrs.field(
+        default=None, kw_only=True, validator=count_or_none
+    )
+    tool_timeout: float | None = attrs.field(
+        default=None, kw_only=True, validator=positive_or_none("seconds")
+    )
+    steering_policy: SteeringPolicy = attrs.field(
+        default="after_batch", kw_only=True, validator=one_of("after_batch", "at_tool_boundary")
+    )
+    steering_signal: Callable[[], trio.Event] | None = hook_field()
+    finish_turn: FinishTurn | None = hook_field()
+    prepare_request: PrepareRequest | None = hook_field()
+    prepare_next_turn: PrepareNextTurn | None = hook_field()
 
     def __attrs_post_init__(self) -> None:
-        if self.max_parallel_tools is not None and self.max_parallel_tools < 1:
-            raise ValueError(
-                f"max_parallel_tools must be >= 1 or None, got {self.max_parallel_tools!r}"
-            )
-        if self.tool_timeout is not None and not self.tool_timeout > 0:
-            raise ValueError(f"tool_timeout must be > 0 seconds or None, got {self.tool_timeout!r}")
-        if self.steering_policy not in ("after_batch", "at_tool_boundary"):
-            raise ValueError(
-                'steering_policy must be "after_batch" or "at_tool_boundary", '
-                f"got {self.steering_policy!r}"
-            )
         if self.steering_policy == "at_tool_boundary" and not callable(self.steering_signal):
             raise ValueError(
                 'steering_policy="at_tool_boundary" needs steering_signal (a function returning '

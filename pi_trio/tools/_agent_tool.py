@@ -22,7 +22,7 @@ __all__ = ["AgentTool", "OnUpdate", "ToolExecute", "ToolExecutionMode"]
 
 ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 OnUpdate: TypeAlias = Callable[[ToolResult], Awaitable[None]]
-ToolExecute: TypeAlias = Callable[[str, Any, OnUpdate], "Awaitable[ToolResult] | ToolResult"]
+ToolExecute: TypeAlias = Callable[[str, Any, OnUpdate], Awaitable[ToolResult] | ToolResult]
 
 
 def _is_async_callable(fn: Any) -> bool:

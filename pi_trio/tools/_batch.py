@@ -65,10 +65,10 @@ ABORTED_TOOL_TEXT = "Tool execution was aborted"
 
 Announce = Callable[[ToolResultMessage], Awaitable[None]]
 BeforeToolCall = Callable[
-    [BeforeToolCallContext], "Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None"
+    [BeforeToolCallContext], Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None
 ]
 AfterToolCall = Callable[
-    [AfterToolCallContext], "Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None"
+    [AfterToolCallContext], Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None
 ]
 
 

@@ -10,7 +10,7 @@ from ..events import AgentEvent, ToolExecutionUpdate
 
 __all__ = ["Emit", "OneAtATime"]
 
-Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
+Emit = Callable[[AgentEvent], Awaitable[None] | None]
 """Applies and sends one event: None when that is done, else an awaitable that finishes it
 (an ``async def`` is fine: its coroutine is always awaited)."""
 

@@ -1,0 +1,162 @@
+"""``AgentSettings``: every keyword option of ``pt.Agent``, as one validated record."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Generic, Protocol, TypeVar, final, overload
+
+import attrs
+
+from .._checks import (
+    count_or_none,
+    hook_field,
+    non_negative_seconds,
+    one_of,
+    positive_or_none,
+    str_or_none,
+)
+from ..loop import (
+    ConvertToLlm,
+    FinishTurn,
+    GetApiKey,
+    PrepareNextTurn,
+    PrepareRequest,
+    ShouldStopAfterTurn,
+    SteeringPolicy,
+    ToolExecution,
+    TransformContext,
+)
+from ..providers import StreamFn, StreamOptions
+from ..tools import AfterToolCall, BeforeToolCall
+from ._inbox import QueueMode
+from ._recorder import Recorder
+
+__all__ = ["AgentSettings", "HasSettings", "SettingField"]
+
+_DEFAULT_OPTIONS = StreamOptions()  # shared by every agent: StreamOptions is frozen
+
+
+def _options(value: StreamOptions | None) -> StreamOptions:
+    return _DEFAULT_OPTIONS if value is None else value
+
+
+def _recorder(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, Recorder):
+        raise TypeError(
+            "recorder must be a pt.Recorder (with record, flush, queued and cleared) or None, "
+            f"got a {type(value).__name__}"
+        )
+
+
+_QUEUE_MODE = one_of("one-at-a-time", "all")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AgentSettings:
+    """How an agent runs: its hooks, its queues' modes, its tool batches, its budgets.
+
+    ``pt.Agent(**options)`` takes the same keywords; ``agent.settings`` reads the record and
+    replaces it whole (``agent.settings = agent.settings.evolve(max_turns=5)``), and each
+    option is also an attribute of the agent (``agent.max_turns = 5`` replaces the record the
+    same way). Every value is checked where it is set, so a bad one raises there, not at the
+    next prompt. A run takes the settings it starts with; a change during a run is for the
+    next one (the queues' modes and the recorder take effect at once).
+
+    Hooks (``convert_to_llm``, ``transform_context``, ``get_api_key``, ``before_tool_call``,
+    ``after_tool_call``, ``should_stop_after_turn``, and pi 1.x's ``finish_turn``,
+    ``prepare_request``, ``prepare_next_turn``) are those of :class:`pt.AgentLoopConfig`, as
+    are ``tool_execution``, ``close_timeout`` (seconds), ``max_parallel_tools``,
+    ``tool_timeout`` and ``steering_policy``. ``stream_fn`` defaults to
+    :func:`pt.stream_simple`; ``stream_options`` are the base options of every request (the
+    agent adds ``reasoning`` from ``state.thinking_level``, and ``session_id``).
+    ``steering_mode`` and ``follow_up_mode``: "one-at-a-time" (pi's) or "all" per poll.
+    ``recorder``: told every event before it is delivered (see :class:`pt.Recorder`).
+    ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and ``max_cost`` (dollars) are
+    per-run budgets: when one is reached the run ends after that turn (never mid-tool),
+    ``state.error_message`` says which, and ``events()`` channels get a
+    :class:`pt.BudgetReached`.
+
+    Raises:
+        TypeError: a hook that is not callable, or a value of the wrong type.
+        ValueError: a value out of range (the message names the option and what it takes).
+    """
+
+    convert_to_llm: ConvertToLlm | None = hook_field()
+    transform_context: TransformContext | None = hook_field()
+    stream_fn: StreamFn | None = hook_field()
+    get_api_key: GetApiKey | None = hook_field()
+    before_tool_call: BeforeToolCall | None = hook_field()
+    after_tool_call: AfterToolCall | None = hook_field()
+    should_stop_after_turn: ShouldStopAfterTurn | None = hook_field()
+    steering_mode: QueueMode = attrs.field(default="one-at-a-time", validator=_QUEUE_MODE)
+    follow_up_mode: QueueMode = attrs.field(default="one-at-a-time", validator=_QUEUE_MODE)
+    tool_execution: ToolExecution = attrs.field(
+        default="parallel", validator=one_of("parallel", "sequential")
+    )
+    session_id: str | None = attrs.field(default=None, validator=str_or_none)
+    stream_options: StreamOptions = attrs.field(
+        default=_DEFAULT_OPTIONS,
+        converter=_options,
+        validator=attrs.validators.instance_of(StreamOptions),
+    )
+    close_timeout: float = attrs.field(default=5.0, validator=non_negative_seconds)
+    recorder: Recorder | None = attrs.field(default=None, validator=_recorder)
+    max_parallel_tools: int | None = attrs.field(default=None, validator=count_or_none)
+    tool_timeout: float | None = attrs.field(default=None, validator=positive_or_none("seconds"))
+    steering_policy: SteeringPolicy = attrs.field(
+        default="after_batch", validator=one_of("after_batch", "at_tool_boundary")
+    )
+    max_turns: int | None = attrs.field(default=None, validator=count_or_none)
+    max_tool_calls: int | None = attrs.field(default=None, validator=count_or_none)
+    max_total_tokens: int | None = attrs.field(default=None, validator=count_or_none)
+    max_cost: float | None = attrs.field(default=None, validator=positive_or_none("dollars"))
+    finish_turn: FinishTurn | None = hook_field()
+    prepare_request: PrepareRequest | None = hook_field()
+    prepare_next_turn: PrepareNextTurn | None = hook_field()
+
+    def evolve(self, **changes: Any) -> AgentSettings:
+        """A copy with ``changes`` (checked like the original).
+
+        Raises:
+            TypeError: an unknown option, or a value of the wrong type.
+            ValueError: a value out of range.
+        """
+        return attrs.evolve(self, **changes)
+
+
+class HasSettings(Protocol):
+    """What a :class:`SettingField` is an attribute of (``pt.Agent``)."""
+
+    @property
+    def settings(self) -> AgentSettings: ...
+
+    @settings.setter
+    def settings(self, settings: AgentSettings) -> None: ...
+
+
+T = TypeVar("T")
+
+
+class SettingField(Generic[T]):
+    """An attribute that is one field of its owner's ``settings``: reading it reads the
+    record, assigning it replaces the record with that field changed (checked at once)."""
+
+    __slots__ = ("_name", "_read")
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
+        self._read = operator.attrgetter(name)
+
+    @overload
+    def __get__(self, owner: None, owner_type: type[Any]) -> SettingField[T]: ...
+    @overload
+    def __get__(self, owner: HasSettings, owner_type: type[Any]) -> T: ...
+    def __get__(self, owner: HasSettings | None, owner_type: type[Any]) -> T | SettingField[T]:
+        if owner is None:
+            return self
+        value: T = self._read(owner.settings)
+        return value
+
+    def __set__(self, owner: HasSettings, value: T) -> None:
+        owner.settings = owner.settings.evolve(**{self._name: value})

@@ -1,0 +1,109 @@
+"""``pt.AgentSettings``: every keyword option of ``pt.Agent`` in one record, each option an
+attribute of the agent over it, and a bad value refused where it is set."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+import pi_trio as pt
+
+from .support import SLEEP, make_agent, sleeps
+
+
+def _noop(*args: Any) -> None:
+    return None
+
+
+def test_every_keyword_option_of_agent_is_a_setting_and_an_attribute() -> None:
+    keywords = [
+        name
+        for name, parameter in inspect.signature(pt.Agent).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    fields = [field.name for field in attrs.fields(pt.AgentSettings)]
+    assert keywords == fields
+    agent = pt.Agent(max_turns=3, session_id="s-1", finish_turn=_noop, tool_timeout=2.5)
+    for name in fields:
+        assert getattr(agent, name) == getattr(agent.settings, name), name
+    assert (agent.max_turns, agent.session_id, agent.tool_timeout) == (3, "s-1", 2.5)
+
+
+BAD_VALUES = [
+    ("max_parallel_tools", 0, ValueError, "max_parallel_tools must be >= 1 or None, got 0"),
+    ("max_parallel_tools", 1.5, TypeError, "max_parallel_tools must be an int >= 1"),
+    ("max_turns", True, TypeError, "max_turns must be an int >= 1 or None, got True"),
+    ("max_tool_calls", -1, ValueError, "max_tool_calls must be >= 1"),
+    ("max_total_tokens", "100", TypeError, "max_total_tokens must be an int"),
+    ("max_cost", 0, ValueError, "max_cost must be > 0 dollars or None, got 0"),
+    ("tool_timeout", 0, ValueError, "tool_timeout must be > 0 seconds or None, got 0"),
+    ("tool_timeout", float("nan"), ValueError, "tool_timeout must be > 0 seconds"),
+    ("close_timeout", -1, ValueError, "close_timeout must be a number of seconds >= 0, got -1"),
+    ("close_timeout", None, TypeError, "close_timeout must be a number of seconds >= 0"),
+    ("steering_policy", "sometimes", ValueError, 'one of "after_batch", "at_tool_boundary"'),
+    ("tool_execution", "both", ValueError, 'tool_execution must be one of "parallel"'),
+    ("steering_mode", "many", ValueError, 'steering_mode must be one of "one-at-a-time", "all"'),
+    ("follow_up_mode", None, ValueError, "follow_up_mode must be one of"),
+    ("session_id", 42, TypeError, "session_id must be a str or None, got 42"),
+    ("before_tool_call", "hook", TypeError, "before_tool_call must be a function"),
+    ("stream_fn", 3, TypeError, "stream_fn must be a function (or an async function) or None"),
+    ("stream_options", {"temperature": 0}, TypeError, "stream_options"),
+    ("recorder", object(), TypeError, "recorder must be a pt.Recorder"),
+]
+
+
+@pytest.mark.parametrize(("option", "value", "error", "text"), BAD_VALUES)
+def test_a_bad_value_raises_where_it_is_set_and_changes_nothing(
+    option: str, value: Any, error: type[Exception], text: str
+) -> None:
+    with pytest.raises(error, match=re.escape(text)):
+        pt.Agent(**{option: value})
+    agent = pt.Agent()
+    before = agent.settings
+    with pytest.raises(error):
+        setattr(agent, option, value)
+    with pytest.raises(error):
+        agent.settings = agent.settings.evolve(**{option: value})
+    assert agent.settings is before
+
+
+def test_settings_are_replaced_whole_and_refuse_anything_else() -> None:
+    agent = pt.Agent()
+    with pytest.raises(TypeError, match=r"settings must be a pt\.AgentSettings, got a dict"):
+        agent.settings = {"max_turns": 3}  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_turn'"):
+        agent.settings.evolve(max_turn=3)
+    shared = pt.AgentSettings(max_turns=2, steering_mode="all")
+    agent.settings = shared
+    other = pt.Agent(steering_mode="all", max_turns=2)
+    assert agent.settings is shared and other.settings == shared
+    agent.max_turns = 5
+    assert shared.max_turns == 2 and agent.settings.max_turns == 5
+
+
+async def test_queue_modes_apply_at_once() -> None:
+    agent = make_agent([pt.faux.assistant_message("took them")])
+    agent.steer("one")
+    agent.steer("two")
+    agent.steering_mode = "all"
+    assert len(agent.peek_queued_messages()) == 2
+    agent.settings = agent.settings.evolve(steering_mode="one-at-a-time")
+    assert len(agent.peek_queued_messages()) == 1
+
+
+async def test_a_change_during_a_run_is_for_the_next_run(autojump_clock: Any) -> None:
+    script = [sleeps(1), sleeps(1), sleeps(1), pt.faux.assistant_message("done")] * 2
+    agent = make_agent(script, [SLEEP])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.prompt, "go")
+        agent.max_turns = 1  # the run started without a budget: it goes on to its end
+    assert agent.state.messages[-1].stop_reason == "stop"  # type: ignore[union-attr]
+    assert agent.state.error_message is None
+    await agent.prompt("again")  # this run has the budget: it ends after one turn
+    assert agent.state.error_message is not None
+    assert "max_turns=1" in agent.state.error_message
