@@ -13,7 +13,7 @@ import trio
 
 import pi_trio as pt
 
-from .support import SLEEP, make_agent, sleeps
+from .support import SLEEP, faux, make_agent, sleeps
 
 
 def _noop(*args: Any) -> None:
@@ -107,3 +107,30 @@ async def test_a_change_during_a_run_is_for_the_next_run(autojump_clock: Any) ->
     await agent.prompt("again")  # this run has the budget: it ends after one turn
     assert agent.state.error_message is not None
     assert "max_turns=1" in agent.state.error_message
+
+
+async def test_a_bad_setting_makes_continue_raise_without_losing_the_steered_message() -> None:
+    """A bad setting is refused where it is set, so ``continue_()`` never takes the steering
+    queue's message for a run that cannot start (it used to, and lost it)."""
+    agent = make_agent([faux.assistant_message("first"), faux.assistant_message("second")])
+    await agent.prompt("go")
+    agent.steer(pt.UserMessage("steered"))
+    with pytest.raises(ValueError, match="max_parallel_tools"):
+        agent.max_parallel_tools = 0
+    assert agent.has_queued_messages() and agent.max_parallel_tools is None
+    await agent.continue_()
+    assert [getattr(m, "content", None) for m in agent.state.messages[-2:]] == [
+        "steered",
+        faux.assistant_message("second").content,
+    ]
+
+
+async def test_a_bad_steering_policy_does_not_wedge_the_agent() -> None:
+    scripted = faux.FauxModel([faux.assistant_message("x"), faux.assistant_message("y")])
+    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    with pytest.raises(ValueError, match="steering_policy"):
+        agent.steering_policy = "sometimes"  # type: ignore[assignment]
+    assert agent.steering_policy == "after_batch"  # the refused value was never taken
+    await agent.prompt("hi")
+    assert not agent.is_running
+    await agent.prompt("again")

@@ -1,4 +1,6 @@
-"""Edge cases of cancellation and concurrency found in review; each was a real bug first."""
+"""Edge cases of cancellation and concurrency: plain Cancelled out of every path, failures
+during a cancellation counted as an abort, listeners never entered concurrently, sync tools'
+updates kept inside the run, instant models letting other tasks in."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Edge cases an independent hostile review found in the delivery and control paths; each
-test reproduces one finding (it failed before its fix)."""
+"""Edge cases of the delivery and control paths: two runs started together, a tool update cut
+short, a Ctrl-C in one listener, a stalled blocking reader, budgets under finish_turn, a
+listener failing on agent_end in a durable session, agent_loop() and KeyboardInterrupt."""
 
 from __future__ import annotations
 

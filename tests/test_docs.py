@@ -95,3 +95,8 @@ def test_rest_roles_are_stripped_from_rendered_docstrings() -> None:
 def test_no_section_is_named_after_a_private_module() -> None:
     text = (DOCS / "reference.md").read_text()
     assert not re.search(r"^#+ .*\b_\w+", text, re.MULTILINE)
+
+
+def test_concepts_does_not_call_at_tool_boundary_unbuilt() -> None:
+    text = (ROOT / "docs" / "concepts.md").read_text()
+    assert 'Not built yet: `steering_policy="at_tool_boundary"`' not in text

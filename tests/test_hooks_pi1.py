@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 
@@ -199,3 +200,8 @@ async def test_prepare_next_turn_can_replace_the_tools_of_later_requests() -> No
     assert last_result.content == [pt.TextContent("later ran")] and not last_result.is_error
     assert_event_grammar(events)
     assert_transcript_valid(agent.state.messages)
+
+
+async def test_turn_update_tools_is_checked_like_agent_state_tools() -> None:
+    with pytest.raises(TypeError, match="AgentTool"):
+        pt.TurnUpdate(tools=["work"])  # type: ignore[list-item]

@@ -13,7 +13,8 @@ import trio
 
 import pi_trio as pt
 import pi_trio.otel
-from tests.support import ECHO, SLEEP, calls, faux, make_agent, sleeps
+from pi_trio.loop import run_loop
+from tests.support import ECHO, PROMPT, SLEEP, calls, faux, loop_setup, make_agent, sleeps
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry import trace  # noqa: E402
@@ -221,3 +222,44 @@ print(sorted(span.name for span in exporter.get_finished_spans()))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["None", "['chat faux-1', 'invoke_agent']"]
+
+
+# --- run_loop(): the coroutine made at the call --------------------------------------------------
+
+
+class _Counting:
+    """The names of the spans started and ended (fed by a span processor)."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.ended: list[str] = []
+
+
+@pytest.fixture
+def spans() -> Iterator[_Counting]:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    counting = _Counting()
+
+    class Processor(sdk_trace.SpanProcessor):  # type: ignore[misc, name-defined]
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            counting.started.append(span.name)
+
+        def on_end(self, span: Any) -> None:
+            counting.ended.append(span.name)
+
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(Processor())
+    pi_trio.otel.configure(tracer_provider=provider)
+    yield counting
+    pi_trio.otel.configure()
+
+
+async def test_a_run_loop_coroutine_never_awaited_leaves_no_open_span(spans: _Counting) -> None:
+    """The run's ``invoke_agent`` span starts with the run's first step, not when ``run_loop()``
+    makes its coroutine: a coroutine closed (or dropped) unawaited leaves no span open."""
+    context, config, sink, _ = loop_setup([faux.assistant_message("hi")])
+    run_loop(PROMPT, context, config, sink).close()
+    assert spans.started == spans.ended == []
+    assert (context.messages, sink.events) == ([], [])  # and nothing ran
+    await run_loop(PROMPT, context, config, sink)
+    assert sorted(spans.started) == sorted(spans.ended) == ["chat faux-1", "invoke_agent"]

@@ -1,8 +1,8 @@
 """An ``Agent``'s run fails through the agent's own cancel scope (the one ``abort()`` cancels).
 
-The agent lends that scope to the loop, which then opens none of its own: a failing listener
-cancels it, the failure travels as a cancellation through the tool batch, and ``prompt()``
-returns normally. The scope lent must be the running run's, every run.
+The agent passes that scope to the loop (``cancel_scope=``), which then opens none of its own:
+a failing listener cancels it, the failure travels as a cancellation through the tool batch,
+and ``prompt()`` returns normally. The scope must be the running run's, every run.
 """
 
 from __future__ import annotations

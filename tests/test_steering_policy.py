@@ -13,6 +13,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import RecordingSink
 from .transcript import assert_transcript_valid
 
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
@@ -181,3 +182,49 @@ def test_the_policy_is_checked_where_it_is_given() -> None:
         pt.AgentLoopConfig(model, steering_policy="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs steering_signal"):
         pt.AgentLoopConfig(model, steering_policy="at_tool_boundary")
+
+
+async def test_a_steer_from_before_tool_call_runs_no_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ran.clear()
+    scripted = faux.FauxModel([_calls(1, 1, 1), faux.assistant_message("ok")])
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
+    agent: pt.Agent
+
+    def before(context: pt.BeforeToolCallContext) -> None:
+        if context.tool_call.id == "c0":
+            agent.steer("stop, all of it")
+
+    agent = pt.Agent(
+        pt.AgentState(model=scripted.model, tools=[tool]),
+        stream_fn=scripted,
+        steering_policy="at_tool_boundary",
+        before_tool_call=before,
+    )
+    await agent.prompt("go")
+    assert_transcript_valid(agent.state.messages)
+    assert ran == []  # steered before any call started: none executes
+
+
+@pytest.mark.parametrize(
+    "signal",
+    [lambda: (_ for _ in ()).throw(RuntimeError("steering source broke")), lambda: "not an event"],
+    ids=["raises", "not-an-event"],
+)
+async def test_a_failing_steering_signal_ends_the_run_with_an_error(
+    autojump_clock: trio.testing.MockClock, signal: Any
+) -> None:
+    tool = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
+    scripted = faux.FauxModel([_calls(1, 2), faux.assistant_message("ok")])
+    context = pt.AgentContext("", [], [tool])
+    config = pt.AgentLoopConfig(
+        scripted.model,
+        stream_fn=scripted,
+        steering_policy="at_tool_boundary",
+        steering_signal=signal,
+    )
+    await pt.run_agent_loop([pt.UserMessage("go")], context, config, RecordingSink())
+    last = context.messages[-1]
+    assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
+    assert_transcript_valid(context.messages)

@@ -19,7 +19,7 @@ import trio.testing
 import pi_trio as pt
 
 from .grammar import assert_event_grammar
-from .support import calls, drain, faux, make_agent, reachable, record
+from .support import calls, drain, faux, make_agent, reachable, record, sleeps
 
 UPDATES = (pt.MessageUpdate, pt.ToolExecutionUpdate)
 
@@ -175,3 +175,22 @@ async def test_negative_buffer_size_is_refused() -> None:
     with pytest.raises(ValueError, match="max_buffer_size"):
         async with agent.events(max_buffer_size=-1):
             pass
+
+
+async def test_a_keyboard_interrupt_is_not_lost_leaving_an_events_block_after_a_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The deadline aborts the run; a Ctrl-C lands in the close-out (a listener raises it on
+    # agent_end), so prompt() raises KeyboardInterrupt with the deadline's cancellation
+    # pending. Leaving the events() block must not checkpoint: the Cancelled it raised took
+    # the KeyboardInterrupt's place, and the deadline's scope swallowed it.
+    agent = make_agent([sleeps(10), faux.assistant_message("never")])
+
+    def interrupts(event: pt.AgentEvent) -> None:
+        if isinstance(event, pt.AgentEnd):
+            raise KeyboardInterrupt
+
+    agent.subscribe(interrupts)
+    with pytest.raises(KeyboardInterrupt), trio.move_on_after(1):
+        async with agent.events():
+            await agent.prompt("go")

@@ -1,5 +1,5 @@
-"""The batch awaits an async tool's ``execute`` directly (``AgentTool.run`` inlined, a frame
-less per call); a subclass that overrides ``run`` still has its own ``run`` awaited."""
+"""The batch runs every call through ``AgentTool.run``: a subclass that overrides ``run`` has
+its own ``run`` awaited."""
 
 from __future__ import annotations
 

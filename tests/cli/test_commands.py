@@ -172,3 +172,11 @@ async def test_proxy_serves_the_models_it_is_given_registry_or_not() -> None:
 def test_proxy_base_url_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["proxy", "--token", "t", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "--base-url goes with --model" in capsys.readouterr().err
+
+
+def test_proxy_model_error_does_not_offer_what_it_refuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["proxy", "--token", "t", "--port", "0", "--model", "faux"])
+    err = capsys.readouterr().err
+    assert not ("or 'faux'" in err and "got 'faux'" in err), err
