@@ -86,3 +86,50 @@ async def test_a_run_requests_without_the_notes_a_listener_adds() -> None:
     second = scripted.calls[1].context.messages
     assert [m.role for m in second] == ["user", "assistant", "toolResult"]
     assert any(isinstance(m, Note) for m in agent.state.messages)
+
+
+# --- transform_context and convert_to_llm act on a copy made for the request -------------------
+
+
+def _texts(messages: object) -> list[str]:
+    out = []
+    for message in messages:  # type: ignore[attr-defined]
+        content = message.content
+        out.append(
+            content
+            if isinstance(content, str)
+            else "".join(getattr(block, "text", "") for block in content)
+        )
+    return out
+
+
+async def test_hooks_that_mutate_the_list_they_are_given_leave_the_transcript_alone() -> None:
+    from .support import make_scripted_agent
+
+    def transform(messages: list[pt.AgentMessage]) -> list[pt.AgentMessage]:
+        messages.append(pt.UserMessage("added by transform_context"))  # in place
+        del messages[0]
+        return messages
+
+    async def convert(messages: list[pt.AgentMessage]) -> list[pt.Message]:
+        llm = pt.default_convert_to_llm(messages)
+        messages.clear()  # in place: the transcript must not notice
+        messages.append(pt.UserMessage("added by convert_to_llm"))
+        return llm
+
+    for hooks in (
+        {"transform_context": transform},
+        {"convert_to_llm": convert},
+        {"transform_context": transform, "convert_to_llm": convert},
+    ):
+        agent, scripted = make_scripted_agent(
+            [pt.faux.assistant_message("first"), pt.faux.assistant_message("second")], **hooks
+        )
+        await agent.prompt("one")
+        await agent.prompt("two")
+        assert _texts(agent.state.messages) == ["one", "first", "two", "second"], hooks
+        seen = [_texts(call.context.messages) for call in scripted.calls]
+        if "transform_context" in hooks:  # the model saw the hook's view, not the transcript's
+            assert seen[1] == ["first", "two", "added by transform_context"]
+        else:
+            assert seen[1] == ["one", "first", "two"]
