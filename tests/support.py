@@ -83,14 +83,28 @@ def record(agent: pt.Agent) -> list[pt.AgentEvent]:
     return events
 
 
+def trimmed(event_json: dict[str, Any]) -> dict[str, Any]:
+    """An event as pi's fixtures record it (message_update keeps only type and index)."""
+    if event_json["type"] == "message_update":
+        inner = event_json["assistantMessageEvent"]
+        return {
+            "type": "message_update",
+            "assistantMessageEvent": {"type": inner["type"], "contentIndex": inner["contentIndex"]},
+        }
+    return event_json
+
+
 class RecordingSink:
-    """A loop sink that keeps the events it was sent."""
+    """A loop sink that keeps the events it was sent, and each one's JSON as it was when sent
+    (:func:`trimmed`; a partial message changes after its event is sent, the JSON does not)."""
 
     def __init__(self) -> None:
         self.events: list[pt.AgentEvent] = []
+        self.json: list[dict[str, Any]] = []
 
     async def send(self, event: pt.AgentEvent) -> None:
         self.events.append(event)
+        self.json.append(trimmed(pt.to_json(event)))
 
     @property
     def types(self) -> list[str]:

@@ -25,8 +25,8 @@ from .replay import (
     prompt_messages,
     script_steps,
     strip_timestamps,
-    trimmed,
 )
+from .support import trimmed
 from .transcript import assert_transcript_valid
 
 
