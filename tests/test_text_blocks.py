@@ -14,6 +14,8 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import MessageBuilder
 
+from .support import make_agent
+
 
 def _holds_a_list(block: object) -> bool:
     return any(type(ref) is list for ref in gc.get_referents(block))
@@ -87,8 +89,7 @@ async def test_a_streamed_transcript_holds_no_piece_lists() -> None:
         )
     ]
     for delay in (0.0, 0.001):
-        model = pt.faux.FauxModel(answers, chunker=pt.faux.by_size(3), token_delay=delay)
-        agent = pt.Agent(pt.AgentState(model=model.model), stream_fn=model)
+        agent = make_agent(answers, (), chunker=pt.faux.by_size(3), token_delay=delay)
         deltas: list[str] = []
 
         def on_event(event: pt.AgentEvent, deltas: list[str] = deltas) -> None:
