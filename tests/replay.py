@@ -179,33 +179,6 @@ def strip_timestamps(value: Any) -> Any:
     return value
 
 
-def trimmed(event_json: dict[str, Any]) -> dict[str, Any]:
-    """An event as the fixtures record it (message_update keeps only type and index)."""
-    if event_json["type"] == "message_update":
-        inner = event_json["assistantMessageEvent"]
-        return {
-            "type": "message_update",
-            "assistantMessageEvent": {"type": inner["type"], "contentIndex": inner["contentIndex"]},
-        }
-    return event_json
-
-
-class RecordingSink:
-    """An event sink that keeps each event's JSON as it was when sent (partials are live)."""
-
-    def __init__(self) -> None:
-        self.events: list[pt.AgentEvent] = []
-        self.json: list[dict[str, Any]] = []
-
-    async def send(self, event: pt.AgentEvent) -> None:
-        self.events.append(event)
-        self.json.append(trimmed(pt.to_json(event)))
-
-    @property
-    def types(self) -> list[str]:
-        return [e.type for e in self.events]
-
-
 def initial_messages(data: dict[str, Any]) -> list[pt.AgentMessage]:
     return [pt.from_json(m, pt.AgentMessage) for m in data["initialMessages"]]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import trio
@@ -50,30 +50,48 @@ def sleeps(*seconds: float) -> pt.AssistantMessage:
     return calls(*(("sleep", {"s": s}) for s in seconds))
 
 
-def make_agent(
-    script: Sequence[faux.FauxResponse],
-    tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
-    *,
-    token_delay: float = 0.0,
-    **options: Any,
-) -> pt.Agent:
-    """An agent over a scripted model; ``options`` go to ``pt.Agent``."""
-    scripted = faux.FauxModel(list(script), token_delay=token_delay)
-    state = pt.AgentState(model=scripted.model, tools=list(tools))
-    return pt.Agent(state, stream_fn=scripted, **options)
+Script = Iterable[faux.FauxResponse] | faux.FauxModel
+"""A scripted model's answers (a list, or an iterator taken lazily), or a ready ``FauxModel``."""
 
 
 def make_scripted_agent(
-    script: Sequence[faux.FauxResponse],
+    script: Script,
     tools: Sequence[pt.AgentTool] = (SLEEP, ECHO),
     *,
     token_delay: float = 0.0,
+    chunker: faux.Chunker = faux.by_words,
+    record_calls: bool = True,
+    system_prompt: str = "",
+    messages: Sequence[pt.AgentMessage] = (),
     **options: Any,
 ) -> tuple[pt.Agent, faux.FauxModel]:
-    """:func:`make_agent`, and the scripted model (its ``calls`` are the requests it got)."""
-    scripted = faux.FauxModel(list(script), token_delay=token_delay)
-    state = pt.AgentState(model=scripted.model, tools=list(tools))
+    """An agent over a scripted model, and the model (its ``calls`` are the requests it got).
+
+    With :func:`make_agent`, the way to build a test agent (by hand only where the construction
+    is what a test is about). ``token_delay``, ``chunker`` and ``record_calls`` make the model
+    (a ready ``FauxModel`` keeps its own); ``tools`` (``()`` for none), ``system_prompt`` and
+    ``messages`` start the agent's state; ``options`` go to ``pt.Agent``.
+    """
+    if isinstance(script, faux.FauxModel):
+        assert (token_delay, chunker, record_calls) == (0.0, faux.by_words, True), (
+            "token_delay, chunker and record_calls are the ready FauxModel's own"
+        )
+        scripted = script
+    else:
+        scripted = faux.FauxModel(
+            script, token_delay=token_delay, chunker=chunker, record_calls=record_calls
+        )
+    state = pt.AgentState(
+        system_prompt=system_prompt, model=scripted.model, tools=tools, messages=messages
+    )
     return pt.Agent(state, stream_fn=scripted, **options), scripted
+
+
+def make_agent(
+    script: Script, tools: Sequence[pt.AgentTool] = (SLEEP, ECHO), **kwargs: Any
+) -> pt.Agent:
+    """The agent of :func:`make_scripted_agent` (same arguments), without its model."""
+    return make_scripted_agent(script, tools, **kwargs)[0]
 
 
 def record(agent: pt.Agent) -> list[pt.AgentEvent]:
@@ -83,14 +101,28 @@ def record(agent: pt.Agent) -> list[pt.AgentEvent]:
     return events
 
 
+def trimmed(event_json: dict[str, Any]) -> dict[str, Any]:
+    """An event as pi's fixtures record it (message_update keeps only type and index)."""
+    if event_json["type"] == "message_update":
+        inner = event_json["assistantMessageEvent"]
+        return {
+            "type": "message_update",
+            "assistantMessageEvent": {"type": inner["type"], "contentIndex": inner["contentIndex"]},
+        }
+    return event_json
+
+
 class RecordingSink:
-    """A loop sink that keeps the events it was sent."""
+    """A loop sink that keeps the events it was sent, and each one's JSON as it was when sent
+    (:func:`trimmed`; a partial message changes after its event is sent, the JSON does not)."""
 
     def __init__(self) -> None:
         self.events: list[pt.AgentEvent] = []
+        self.json: list[dict[str, Any]] = []
 
     async def send(self, event: pt.AgentEvent) -> None:
         self.events.append(event)
+        self.json.append(trimmed(pt.to_json(event)))
 
     @property
     def types(self) -> list[str]:

@@ -152,8 +152,9 @@ async def test_continue_keeps_one_at_a_time_steering_from_assistant_tail() -> No
 
 
 async def test_session_id_and_thinking_level_reach_the_stream_function() -> None:
-    scripted = faux.FauxModel([faux.assistant_message("ok"), faux.assistant_message("ok")])
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted, session_id="abc")
+    agent, scripted = make_scripted_agent(
+        [faux.assistant_message("ok"), faux.assistant_message("ok")], (), session_id="abc"
+    )
     await agent.prompt("hello")
     agent.session_id = "def"
     agent.state.thinking_level = "high"

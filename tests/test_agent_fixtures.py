@@ -25,8 +25,8 @@ from .replay import (
     prompt_messages,
     script_steps,
     strip_timestamps,
-    trimmed,
 )
+from .support import make_agent, trimmed
 from .transcript import assert_transcript_valid
 
 
@@ -97,17 +97,12 @@ async def _drive(name: str, data: dict[str, Any], agent: pt.Agent) -> list[dict[
 @pytest.mark.parametrize("name", fixture_params())
 async def test_agent_replays_pi(name: str, autojump_clock: trio.testing.MockClock) -> None:
     data = load(name)
-    scripted = faux.FauxModel(script_steps(data), model=SCRIPTED_MODEL)
-    state = pt.AgentState(
-        system_prompt=SYSTEM_PROMPT,
-        model=SCRIPTED_MODEL,
-        tools=fixture_tools(data),
-        messages=initial_messages(data),
-    )
     config = data["config"]
-    agent = pt.Agent(
-        state,
-        stream_fn=scripted,
+    agent = make_agent(
+        faux.FauxModel(script_steps(data), model=SCRIPTED_MODEL),
+        fixture_tools(data),
+        system_prompt=SYSTEM_PROMPT,
+        messages=initial_messages(data),
         tool_execution="sequential" if config["toolExecution"] == "sequential" else "parallel",
         **fixture_hooks(name),
     )

@@ -126,8 +126,7 @@ async def test_a_bad_setting_makes_continue_raise_without_losing_the_steered_mes
 
 
 async def test_a_bad_steering_policy_does_not_wedge_the_agent() -> None:
-    scripted = faux.FauxModel([faux.assistant_message("x"), faux.assistant_message("y")])
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent([faux.assistant_message("x"), faux.assistant_message("y")], ())
     with pytest.raises(ValueError, match="steering_policy"):
         agent.steering_policy = "sometimes"  # type: ignore[assignment]
     assert agent.steering_policy == "after_batch"  # the refused value was never taken

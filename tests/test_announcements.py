@@ -9,6 +9,8 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from .support import make_agent, make_scripted_agent
+
 
 def _text(message: pt.AgentMessage) -> str:
     content = getattr(message, "content", "")
@@ -24,11 +26,12 @@ async def test_taken_messages_start_in_the_order_taken(
 ) -> None:
     # The order the taken messages start in is the order the run took them: prompts first,
     # then a steering batch.
-    scripted = faux.FauxModel(
+    agent = make_agent(
         [faux.assistant_message("one two three"), faux.assistant_message("done")],
+        (),
         token_delay=0.1,
+        steering_mode="all",
     )
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted, steering_mode="all")
     started: list[str] = []
     agent.subscribe(
         lambda e: (
@@ -51,8 +54,7 @@ async def test_taken_messages_start_in_the_order_taken(
 async def test_an_abort_mid_announcement_ends_the_rest_in_order() -> None:
     # Cut short while it announces its prompts, the run closes the transcript with the ones
     # it had not started yet, in the order they were given.
-    scripted = faux.FauxModel([faux.assistant_message("never")])
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent, scripted = make_scripted_agent([faux.assistant_message("never")], ())
     held = trio.Event()
 
     async def hold_on_p1(event: pt.AgentEvent) -> None:

@@ -40,10 +40,6 @@ CLOSING_AFTER_BATCH = [
 """What an abort of three parked tools closes with (pi's aborted shape)."""
 
 
-def _agent() -> pt.Agent:
-    return make_agent([sleeps(10, 10, 10), faux.assistant_message("never")])
-
-
 async def _abort_when_parked(agent: pt.Agent) -> None:
     """Run a prompt, abort it once its three tools are parked; return once it is idle."""
     async with trio.open_nursery() as nursery:
@@ -65,7 +61,7 @@ async def test_plain_listeners_get_the_closing_events_without_a_schedule_point(
 ) -> None:
     # An instrument notes every step the run's task ends while the closing events go out
     # (from the first to agent_end): the close-out is one synchronous step, so none.
-    agent = _agent()
+    agent = make_agent([sleeps(10, 10, 10), faux.assistant_message("never")])
     log: list[pt.AgentEvent] = []
     closing: list[trio.lowlevel.Task] = []  # the run's task, once the first closing event is out
     yielded: list[int] = []  # how many events were out each time it yielded in between
@@ -125,7 +121,7 @@ async def test_a_listener_that_waits_on_one_closing_event_keeps_the_rest_in_orde
     # result's message_end, the batch's turn_end, agent_end): from there the close-out goes on
     # in its shielded coroutine. Both listeners get every closing event once, in pi's order,
     # and the waiting listener's await runs to its end (it is not left unawaited).
-    agent = _agent()
+    agent = make_agent([sleeps(10, 10, 10), faux.assistant_message("never")])
     second: list[pt.AgentEvent] = []
     finished: list[str] = []
 
@@ -164,7 +160,7 @@ async def test_a_keyboard_interrupt_on_a_closing_event_is_sent_again_then_raised
     # A plain listener raises KeyboardInterrupt on one closing event: the event is sent again
     # (the sink resumes with the listeners after the one that raised), every later closing
     # event is still delivered to everyone, and prompt() raises it, plain, at the end.
-    agent = _agent()
+    agent = make_agent([sleeps(10, 10, 10), faux.assistant_message("never")])
     second: list[pt.AgentEvent] = []
 
     def interrupt_on_one(index: int, event: pt.AgentEvent) -> None:

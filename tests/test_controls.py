@@ -14,6 +14,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import make_agent
 from .transcript import assert_transcript_valid
 
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
@@ -23,11 +24,6 @@ def _calls(name: str, *seconds: float) -> pt.AssistantMessage:
     return faux.assistant_message(
         [faux.tool_call(name, {"s": s}, id=f"c{i}") for i, s in enumerate(seconds)]
     )
-
-
-def _agent(tools: list[pt.AgentTool], script: list[Any], **options: Any) -> pt.Agent:
-    scripted = faux.FauxModel(script)
-    return pt.Agent(pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted, **options)
 
 
 def _results(agent: pt.Agent) -> list[pt.ToolResultMessage]:
@@ -58,8 +54,11 @@ async def test_max_parallel_tools_bounds_the_calls_running_at_once(
 
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
     seconds = [1.0, 0.5, 0.25, 2.0, 0.1, 0.3, 0.7]
-    agent = _agent(tool and [tool], [_calls("work", *seconds), faux.assistant_message("ok")],
-                   max_parallel_tools=3)  # fmt: skip
+    agent = make_agent(
+        [_calls("work", *seconds), faux.assistant_message("ok")],
+        tool and [tool],
+        max_parallel_tools=3,
+    )
     events: list[pt.AgentEvent] = []
     agent.subscribe(events.append)
     t0 = trio.current_time()
@@ -85,7 +84,7 @@ async def test_unbounded_by_default(autojump_clock: trio.testing.MockClock) -> N
         return pt.ToolResult([pt.TextContent("ok")])
 
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
-    agent = _agent([tool], [_calls("work", *[1] * 20), faux.assistant_message("ok")])
+    agent = make_agent([_calls("work", *[1] * 20), faux.assistant_message("ok")], [tool])
     await agent.prompt("go")
     assert peak == 20
 
@@ -96,8 +95,9 @@ async def test_abort_while_calls_wait_for_a_place(autojump_clock: trio.testing.M
         return pt.ToolResult([pt.TextContent("ok")])
 
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
-    agent = _agent([tool], [_calls("work", 1, 1, 1, 1, 1), faux.assistant_message("x")],
-                   max_parallel_tools=2)  # fmt: skip
+    agent = make_agent(
+        [_calls("work", 1, 1, 1, 1, 1), faux.assistant_message("x")], [tool], max_parallel_tools=2
+    )
     events: list[pt.AgentEvent] = []
     agent.subscribe(events.append)
     with trio.move_on_after(1.5):
@@ -119,7 +119,7 @@ async def test_a_tool_past_its_time_gets_an_error_and_the_others_go_on(
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work,
                         timeout=2.0 if where == "tool" else None)  # fmt: skip
     options = {"tool_timeout": 2.0} if where == "config" else {}
-    agent = _agent([tool], [_calls("work", 1, 5, 1.5), faux.assistant_message("ok")], **options)
+    agent = make_agent([_calls("work", 1, 5, 1.5), faux.assistant_message("ok")], [tool], **options)
     await agent.prompt("go")
     slow = _results(agent)[1]
     assert slow.is_error and _text(slow) == "Tool work timed out after 2 s"
@@ -139,7 +139,7 @@ async def test_a_sync_tool_past_its_time_is_abandoned_and_says_so() -> None:
         return pt.ToolResult([pt.TextContent("late")])
 
     tool = pt.AgentTool("stuck", "Stuck", "blocks", SCHEMA, stuck, timeout=0.05)
-    agent = _agent([tool], [_calls("stuck", 0), faux.assistant_message("ok")])
+    agent = make_agent([_calls("stuck", 0), faux.assistant_message("ok")], [tool])
     with trio.fail_after(5):
         await agent.prompt("go")
     release.set()
@@ -166,7 +166,7 @@ async def test_a_tool_raising_any_base_exception_gets_an_error_result(
         pt.AgentTool("fine", "F", "f", SCHEMA, fine),
     ]
     calls = [faux.tool_call("boom", {"s": 0}, id="b"), faux.tool_call("fine", {"s": 0}, id="f")]
-    agent = _agent(tools, [faux.assistant_message(calls), faux.assistant_message("ok")])
+    agent = make_agent([faux.assistant_message(calls), faux.assistant_message("ok")], tools)
     await agent.prompt("go")
     boom_result, fine_result = _results(agent)
     assert boom_result.is_error and not fine_result.is_error
@@ -179,8 +179,10 @@ async def test_a_tool_result_with_is_error_is_an_error_without_raising() -> None
     async def refuse(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         return pt.ToolResult([pt.TextContent("no such file")], is_error=True)
 
-    agent = _agent([pt.AgentTool("refuse", "R", "r", SCHEMA, refuse)],
-                   [_calls("refuse", 0), faux.assistant_message("ok")])  # fmt: skip
+    agent = make_agent(
+        [_calls("refuse", 0), faux.assistant_message("ok")],
+        [pt.AgentTool("refuse", "R", "r", SCHEMA, refuse)],
+    )
     ends: list[pt.ToolExecutionEnd] = []
     agent.subscribe(lambda e: ends.append(e) if isinstance(e, pt.ToolExecutionEnd) else None)
     await agent.prompt("go")
@@ -194,9 +196,11 @@ async def test_a_blocked_call_may_ask_the_run_to_terminate() -> None:
     def block(ctx: pt.BeforeToolCallContext) -> pt.BeforeToolCallResult:
         return pt.BeforeToolCallResult(block=True, reason="not allowed", terminate=True)
 
-    agent = _agent([pt.AgentTool("never", "N", "n", SCHEMA, never)],
-                   [_calls("never", 0, 0), faux.assistant_message("unreached")],
-                   before_tool_call=block)  # fmt: skip
+    agent = make_agent(
+        [_calls("never", 0, 0), faux.assistant_message("unreached")],
+        [pt.AgentTool("never", "N", "n", SCHEMA, never)],
+        before_tool_call=block,
+    )
     await agent.prompt("go")
     # every result asked to terminate: no further model call
     assert isinstance(agent.state.messages[-1], pt.ToolResultMessage)
@@ -222,7 +226,7 @@ async def test_every_event_of_an_agent_carries_a_monotonic_seq(
 
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
     script = [_calls("work", 1, 2), faux.assistant_message("one two"), faux.assistant_message("x")]
-    agent = _agent([tool], script)
+    agent = make_agent(script, [tool])
     seen: list[pt.AgentEvent] = []
     agent.subscribe(seen.append)
     async with agent.events() as rx:
@@ -247,7 +251,7 @@ async def test_tool_execution_end_says_how_long_the_call_took(
 
     tool = pt.AgentTool("work", "Work", "works", SCHEMA, work)
     calls = [faux.tool_call("work", {"s": 1.5}, id="w"), faux.tool_call("nope", {}, id="n")]
-    agent = _agent([tool], [faux.assistant_message(calls), faux.assistant_message("ok")])
+    agent = make_agent([faux.assistant_message(calls), faux.assistant_message("ok")], [tool])
     ends: dict[str, pt.ToolExecutionEnd] = {}
     agent.subscribe(
         lambda e: ends.update({e.tool_call_id: e}) if isinstance(e, pt.ToolExecutionEnd) else None
@@ -288,7 +292,7 @@ QUICK = pt.AgentTool("work", "Work", "works", SCHEMA, _quick)
 async def test_a_budget_ends_the_run_after_the_turn_that_reaches_it(
     budget: dict[str, Any], script: list[Any], turns: int, text: str
 ) -> None:
-    agent = _agent([QUICK], [*script, faux.assistant_message("done")], **budget)
+    agent = make_agent([*script, faux.assistant_message("done")], [QUICK], **budget)
     seen: list[pt.AgentEvent] = []
     agent.subscribe(seen.append)
     async with agent.events() as rx:
@@ -304,10 +308,10 @@ async def test_a_budget_ends_the_run_after_the_turn_that_reaches_it(
 
 
 async def test_no_budget_by_default_and_a_budget_is_per_run() -> None:
-    agent = _agent([QUICK], [*_noop_turns(3), faux.assistant_message("done")])
+    agent = make_agent([*_noop_turns(3), faux.assistant_message("done")], [QUICK])
     await agent.prompt("go")
     assert agent.state.error_message is None
-    agent = _agent([QUICK], [*_noop_turns(3), faux.assistant_message("done")], max_turns=2)
+    agent = make_agent([*_noop_turns(3), faux.assistant_message("done")], [QUICK], max_turns=2)
     await agent.prompt("go")
     assert agent.state.error_message is not None
     await agent.continue_()  # a new run: counted afresh; it ends on its 2nd turn by itself

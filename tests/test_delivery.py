@@ -19,6 +19,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import make_agent
 from .transcript import assert_transcript_valid
 
 SLEEP_SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
@@ -36,11 +37,6 @@ def _sleeps(*seconds: float) -> pt.AssistantMessage:
     return faux.assistant_message(
         [faux.tool_call("sleep", {"s": s}, id=f"call_{i}") for i, s in enumerate(seconds, 1)]
     )
-
-
-def _agent(script: list[Any], token_delay: float = 0.0, **kw: Any) -> pt.Agent:
-    scripted = faux.FauxModel(script, token_delay=token_delay)
-    return pt.Agent(pt.AgentState(model=scripted.model, tools=[SLEEP]), stream_fn=scripted, **kw)
 
 
 def _assert_well_formed(events: list[pt.AgentEvent], agent: pt.Agent) -> None:
@@ -66,7 +62,7 @@ class _Raising:
 
 
 async def test_a_listener_raising_at_message_start_does_not_starve_the_next_one() -> None:
-    agent = _agent([faux.assistant_message("hello there")])
+    agent = make_agent([faux.assistant_message("hello there")], [SLEEP])
     first = _Raising(
         lambda e: isinstance(e, pt.MessageStart) and isinstance(e.message, pt.AssistantMessage)
     )
@@ -82,7 +78,7 @@ async def test_a_listener_raising_at_message_start_does_not_starve_the_next_one(
 
 
 async def test_a_listener_that_always_raises_leaves_the_others_a_complete_run() -> None:
-    agent = _agent([_sleeps(1, 1), faux.assistant_message("done")])
+    agent = make_agent([_sleeps(1, 1), faux.assistant_message("done")], [SLEEP])
     broken = _Raising(lambda e: True)
     seen: list[pt.AgentEvent] = []
     agent.subscribe(broken)
@@ -98,7 +94,7 @@ async def test_a_listener_that_always_raises_leaves_the_others_a_complete_run() 
 async def test_a_listener_raising_on_agent_end_is_recorded_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent = _agent([faux.assistant_message("hello")])
+    agent = make_agent([faux.assistant_message("hello")], [SLEEP])
     broken = _Raising(lambda e: isinstance(e, pt.AgentEnd))
     other: list[pt.AgentEvent] = []
     agent.subscribe(broken)
@@ -120,7 +116,9 @@ async def test_a_listener_raising_on_agent_end_is_recorded_and_logged(
 def _with_a_slow_listener() -> tuple[pt.Agent, list[pt.AgentEvent], list[pt.AgentEvent]]:
     """An agent (two tool calls of 1 s, then a streamed answer) whose first listener takes
     0.1 s per event and whose second records; returns the agent and both records."""
-    agent = _agent([_sleeps(1, 1), faux.assistant_message("all done now")], token_delay=0.01)
+    agent = make_agent(
+        [_sleeps(1, 1), faux.assistant_message("all done now")], [SLEEP], token_delay=0.01
+    )
     slow: list[pt.AgentEvent] = []
     after: list[pt.AgentEvent] = []
 
@@ -183,11 +181,8 @@ async def test_keyboard_interrupt_in_a_tool_comes_out_plain(parallel: bool) -> N
     boom = _interrupting(body)
     calls = [faux.tool_call("boom", {"s": 0.0}, id="b1"), faux.tool_call("sleep", {"s": 5}, id="s")]
     script = [faux.assistant_message(calls), faux.assistant_message("never")]
-    scripted = faux.FauxModel(script)
-    agent = pt.Agent(
-        pt.AgentState(model=scripted.model, tools=[SLEEP, boom]),
-        stream_fn=scripted,
-        tool_execution="parallel" if parallel else "sequential",
+    agent = make_agent(
+        script, [SLEEP, boom], tool_execution="parallel" if parallel else "sequential"
     )
     seen: list[pt.AgentEvent] = []
     agent.subscribe(seen.append)
@@ -205,8 +200,7 @@ async def test_keyboard_interrupt_from_a_sync_tool_in_a_thread_comes_out_plain()
 
     tool = pt.AgentTool("block", "Block", "blocks", SLEEP_SCHEMA, blocking)
     calls = [faux.tool_call("block", {"s": 0}, id="k"), faux.tool_call("sleep", {"s": 5}, id="s")]
-    scripted = faux.FauxModel([faux.assistant_message(calls)])
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[SLEEP, tool]), stream_fn=scripted)
+    agent = make_agent([faux.assistant_message(calls)], [SLEEP, tool])
     with pytest.raises(KeyboardInterrupt) as info:
         await agent.prompt("hi")
     assert type(info.value) is KeyboardInterrupt
@@ -216,7 +210,7 @@ async def test_keyboard_interrupt_from_a_sync_tool_in_a_thread_comes_out_plain()
 async def test_a_stalled_events_reader_is_dropped_at_its_backlog() -> None:
     """max_buffer_size=4 and a reader that never reads: the backlog stays bounded, then the
     reader learns it was dropped (after reading what was queued)."""
-    agent = _agent([faux.assistant_message("one two three") for _ in range(200)])
+    agent = make_agent([faux.assistant_message("one two three") for _ in range(200)], [SLEEP])
     async with agent.events(max_buffer_size=4, max_backlog=64) as rx:
         for _ in range(200):
             await agent.prompt("hi")
@@ -234,7 +228,7 @@ async def test_a_stalled_events_reader_is_dropped_at_its_backlog() -> None:
 async def test_a_blocking_events_reader_holds_the_run_and_loses_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([faux.assistant_message("one two three four five six")])
+    agent = make_agent([faux.assistant_message("one two three four five six")], [SLEEP])
     got: list[pt.AgentEvent] = []
     blocking = agent.events(max_buffer_size=2, on_overflow="block")
     async with blocking as rx, trio.open_nursery() as nursery:
@@ -255,7 +249,7 @@ async def test_a_blocking_events_reader_holds_the_run_and_loses_nothing(
 async def test_abort_reaches_a_run_blocked_on_its_reader(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([faux.assistant_message("one two three four five six")])
+    agent = make_agent([faux.assistant_message("one two three four five six")], [SLEEP])
     blocking = agent.events(max_buffer_size=2, on_overflow="block")
     async with blocking as rx, trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "hi")

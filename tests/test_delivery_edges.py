@@ -14,6 +14,8 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from .support import make_agent
+
 EMPTY = {"type": "object", "properties": {}}
 
 
@@ -59,12 +61,9 @@ async def test_a_tool_update_cut_short_by_the_tools_timeout_is_not_sent_again(
         return pt.ToolResult([pt.TextContent("late")])
 
     tool = pt.AgentTool("slow", "Slow", "slow", EMPTY, slow, timeout=0.05)
-    scripted = faux.FauxModel(
-        [faux.assistant_message([faux.tool_call("slow", {}, id="c1")]),
-         faux.assistant_message("long answer " * 20)],
-        token_delay=0.01,
-    )  # fmt: skip
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
+    script = [faux.assistant_message([faux.tool_call("slow", {}, id="c1")]),
+              faux.assistant_message("long answer " * 20)]  # fmt: skip
+    agent = make_agent(script, [tool], token_delay=0.01)
     seen: list[pt.AgentEvent] = []
 
     async def listener(event: pt.AgentEvent) -> None:
@@ -82,12 +81,9 @@ async def test_a_keyboard_interrupt_from_a_listener_still_lets_the_others_finish
     async def ok(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         return pt.ToolResult([pt.TextContent("ok")])
 
-    scripted = faux.FauxModel(
-        [faux.assistant_message([faux.tool_call("ok", {}, id="a")]), faux.assistant_message("x")]
-    )
-    agent = pt.Agent(
-        pt.AgentState(model=scripted.model, tools=[pt.AgentTool("ok", "Ok", "ok", EMPTY, ok)]),
-        stream_fn=scripted,
+    agent = make_agent(
+        [faux.assistant_message([faux.tool_call("ok", {}, id="a")]), faux.assistant_message("x")],
+        [pt.AgentTool("ok", "Ok", "ok", EMPTY, ok)],
     )
 
     def ctrl_c(event: pt.AgentEvent) -> None:
@@ -105,8 +101,7 @@ async def test_a_keyboard_interrupt_from_a_listener_still_lets_the_others_finish
 async def test_a_stalled_blocking_reader_does_not_keep_the_closing_events_from_listeners(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    scripted = faux.FauxModel([faux.assistant_message("hello " * 50)], token_delay=0.01)
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent([faux.assistant_message("hello " * 50)], (), token_delay=0.01)
     seen: list[pt.AgentEvent] = []
     agent.subscribe(seen.append)
     async with agent.events(max_buffer_size=2, on_overflow="block") as rx:  # never read
@@ -118,10 +113,9 @@ async def test_a_stalled_blocking_reader_does_not_keep_the_closing_events_from_l
 
 
 async def test_budgets_hold_when_finish_turn_asks_to_continue() -> None:
-    scripted = faux.FauxModel([faux.assistant_message(f"answer {i}") for i in range(10)])
-    agent = pt.Agent(
-        pt.AgentState(model=scripted.model),
-        stream_fn=scripted,
+    agent = make_agent(
+        [faux.assistant_message(f"answer {i}") for i in range(10)],
+        (),
         max_turns=3,
         finish_turn=lambda turn: "continue",
     )

@@ -14,13 +14,14 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
-from .test_delivery import _agent, _assert_well_formed, _Raising, _sleeps
+from .support import make_agent
+from .test_delivery import SLEEP, _assert_well_formed, _Raising, _sleeps
 from .transcript import assert_transcript_valid
 
 
 @pytest.mark.parametrize("kind", [pt.AgentStart, pt.MessageUpdate, pt.ToolExecutionEnd])
 async def test_the_only_listener_raising_ends_the_run_with_its_text(kind: type) -> None:
-    agent = _agent([_sleeps(1), faux.assistant_message("hello there")])
+    agent = make_agent([_sleeps(1), faux.assistant_message("hello there")], [SLEEP])
     broken = _Raising(lambda e: type(e) is kind)
     agent.subscribe(broken)
     await agent.prompt("hi")
@@ -35,7 +36,9 @@ async def test_the_only_listener_raising_ends_the_run_with_its_text(kind: type) 
 async def test_abort_in_the_only_listeners_await_sends_it_nothing_twice(
     autojump_clock: trio.testing.MockClock, abort_at: float
 ) -> None:
-    agent = _agent([_sleeps(1), faux.assistant_message("all done now")], token_delay=0.01)
+    agent = make_agent(
+        [_sleeps(1), faux.assistant_message("all done now")], [SLEEP], token_delay=0.01
+    )
     seen: list[pt.AgentEvent] = []
 
     async def slow(event: pt.AgentEvent) -> None:
@@ -55,7 +58,7 @@ async def test_abort_in_the_only_listeners_await_sends_it_nothing_twice(
 async def test_the_only_listener_awaiting_each_event_gets_all_in_order(
     autojump_clock: Any,
 ) -> None:
-    agent = _agent([faux.assistant_message("one two three")])
+    agent = make_agent([faux.assistant_message("one two three")], [SLEEP])
     seen: list[pt.AgentEvent] = []
 
     async def listener(event: pt.AgentEvent) -> None:
@@ -70,7 +73,7 @@ async def test_the_only_listener_awaiting_each_event_gets_all_in_order(
 
 
 async def test_a_keyboard_interrupt_in_the_only_listener_is_not_sent_the_event_again() -> None:
-    agent = _agent([faux.assistant_message("one two three")])
+    agent = make_agent([faux.assistant_message("one two three")], [SLEEP])
     seen: list[pt.AgentEvent] = []
 
     def listener(event: pt.AgentEvent) -> None:
@@ -86,7 +89,7 @@ async def test_a_keyboard_interrupt_in_the_only_listener_is_not_sent_the_event_a
 
 
 async def test_subscribing_and_unsubscribing_changes_who_is_the_only_listener() -> None:
-    agent = _agent([faux.assistant_message("one"), faux.assistant_message("two")] * 2)
+    agent = make_agent([faux.assistant_message("one"), faux.assistant_message("two")] * 2, [SLEEP])
     first: list[pt.AgentEvent] = []
     second: list[pt.AgentEvent] = []
     drop_first = agent.subscribe(first.append)

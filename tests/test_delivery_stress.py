@@ -21,6 +21,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import make_agent
 from .transcript import assert_transcript_valid
 
 RUNS = 1000
@@ -83,8 +84,7 @@ def _check(name: str, events: list[pt.AgentEvent], agent: pt.Agent) -> None:
 
 async def _one_run(seed: int, stats: dict[str, int]) -> None:
     rng = random.Random(seed)
-    scripted = faux.FauxModel(_script(rng), token_delay=0.01)
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[SLEEP]), stream_fn=scripted)
+    agent = make_agent(_script(rng), [SLEEP], token_delay=0.01)
     plain = _Subscriber(rng, slow=False, raise_at=None)
     slow = _Subscriber(rng, slow=True, raise_at=None)
     raise_at = rng.randint(1, 40) if rng.random() < 0.3 else None

@@ -15,14 +15,11 @@ import trio.lowlevel
 import pi_trio as pt
 from pi_trio.providers import faux
 
-
-def _streaming_agent(deltas: int) -> pt.Agent:
-    scripted = faux.FauxModel([faux.assistant_message("x" * deltas)], chunker=list)
-    return pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+from .support import make_agent
 
 
 async def test_a_long_stream_to_plain_listeners_makes_no_coroutine_per_event() -> None:
-    agent = _streaming_agent(2000)
+    agent = make_agent([faux.assistant_message("x" * 2000)], (), chunker=list)
     seen: list[str] = []
     agent.subscribe(lambda event: seen.append(event.type))
     started: list[str] = []
@@ -42,7 +39,7 @@ async def test_a_long_stream_to_plain_listeners_makes_no_coroutine_per_event() -
 
 
 async def test_an_awaiting_listener_is_awaited_and_the_next_ones_still_get_each_event() -> None:
-    agent = _streaming_agent(5)
+    agent = make_agent([faux.assistant_message("x" * 5)], (), chunker=list)
     order: list[str] = []
 
     def first(event: pt.AgentEvent) -> None:
@@ -64,7 +61,7 @@ async def test_an_awaiting_listener_is_awaited_and_the_next_ones_still_get_each_
 
 
 async def test_a_failing_plain_listener_before_an_awaiting_one_still_fails_the_run() -> None:
-    agent = _streaming_agent(3)
+    agent = make_agent([faux.assistant_message("x" * 3)], (), chunker=list)
     later: list[str] = []
 
     def failing(event: pt.AgentEvent) -> None:

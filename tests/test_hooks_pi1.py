@@ -14,6 +14,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
+from .support import make_agent, make_scripted_agent, record
 from .transcript import assert_transcript_valid
 
 SCHEMA = {"type": "object", "properties": {}}
@@ -30,29 +31,6 @@ def _tool_turn(i: int = 0) -> pt.AssistantMessage:
     return faux.assistant_message([faux.tool_call("noop", {}, id=f"n{i}")])
 
 
-class _Recording:
-    """A stream function that records what each request was sent, then answers from a
-    script (pt.faux)."""
-
-    def __init__(self, script: list[Any]) -> None:
-        self.scripted = faux.FauxModel(script)
-        self.requests: list[tuple[pt.Model, pt.Context, pt.StreamOptions]] = []
-
-    def __call__(self, model: pt.Model, context: pt.Context, options: pt.StreamOptions) -> Any:
-        self.requests.append((model, context, options))
-        return self.scripted(model, context, options)
-
-
-def _agent(script: list[Any], **hooks: Any) -> tuple[pt.Agent, _Recording, list[pt.AgentEvent]]:
-    stream = _Recording(script)
-    agent = pt.Agent(
-        pt.AgentState(model=stream.scripted.model, tools=[NOOP]), stream_fn=stream, **hooks
-    )
-    events: list[pt.AgentEvent] = []
-    agent.subscribe(events.append)
-    return agent, stream, events
-
-
 async def test_finish_turn_end_stops_after_that_turn_end_without_polling() -> None:
     seen: list[tuple[str, int]] = []
 
@@ -60,12 +38,14 @@ async def test_finish_turn_end_stops_after_that_turn_end_without_polling() -> No
         seen.append((turn.message.stop_reason, len(turn.tool_results)))
         return "end"
 
-    agent, stream, events = _agent([_tool_turn(), faux.assistant_message("never")],
-                                   finish_turn=finish)  # fmt: skip
+    agent, scripted = make_scripted_agent(
+        [_tool_turn(), faux.assistant_message("never")], [NOOP], finish_turn=finish
+    )
+    events = record(agent)
     agent.follow_up("queued")
     await agent.prompt("go")
     assert seen == [("toolUse", 1)]
-    assert len(stream.requests) == 1  # no second request
+    assert len(scripted.calls) == 1  # no second request
     assert agent.has_queued_messages()  # "end" does not poll the queues
     assert [e.type for e in events[-2:]] == ["turn_end", "agent_end"]
     assert_event_grammar(events)
@@ -73,8 +53,9 @@ async def test_finish_turn_end_stops_after_that_turn_end_without_polling() -> No
 
 async def test_finish_turn_runs_before_turn_end() -> None:
     order: list[str] = []
-    agent, _, _ = _agent([faux.assistant_message("hi")],
-                         finish_turn=lambda turn: order.append("finish"))  # fmt: skip
+    agent = make_agent(
+        [faux.assistant_message("hi")], [NOOP], finish_turn=lambda turn: order.append("finish")
+    )
     agent.subscribe(lambda e: order.append(e.type) if isinstance(e, pt.TurnEnd) else None)
     await agent.prompt("go")
     assert order == ["finish", "turn_end"]
@@ -88,11 +69,14 @@ async def test_finish_turn_continue_makes_one_more_request() -> None:
         calls += 1
         return "continue" if calls == 1 else None
 
-    agent, stream, events = _agent(
-        [faux.assistant_message("first"), faux.assistant_message("second")], finish_turn=finish
+    agent, scripted = make_scripted_agent(
+        [faux.assistant_message("first"), faux.assistant_message("second")],
+        [NOOP],
+        finish_turn=finish,
     )
+    events = record(agent)
     await agent.prompt("go")
-    assert len(stream.requests) == 2
+    assert len(scripted.calls) == 2
     assert sum(isinstance(e, pt.TurnStart) for e in events) == 2
     assert_event_grammar(events)
 
@@ -101,17 +85,21 @@ async def test_finish_turn_continue_adds_nothing_when_a_request_follows_anyway()
     def finish(turn: Any) -> str | None:
         return "continue" if turn.tool_results else None
 
-    agent, stream, _ = _agent([_tool_turn(), faux.assistant_message("done")], finish_turn=finish)
+    agent, scripted = make_scripted_agent(
+        [_tool_turn(), faux.assistant_message("done")], [NOOP], finish_turn=finish
+    )
     await agent.prompt("go")
-    assert len(stream.requests) == 2  # the tool turn's own follow-up request, no extra one
+    assert len(scripted.calls) == 2  # the tool turn's own follow-up request, no extra one
 
 
 async def test_finish_turn_is_called_after_a_failed_response_too() -> None:
     seen: list[str] = []
-    agent, _, events = _agent(
+    agent = make_agent(
         [faux.assistant_message("", stop_reason="error", error_message="boom")],
+        [NOOP],
         finish_turn=lambda turn: seen.append(turn.message.stop_reason) or "continue",
     )
+    events = record(agent)
     await agent.prompt("go")
     assert seen == ["error"]  # and the error still ends the run
     assert agent.state.error_message == "boom"
@@ -127,12 +115,13 @@ async def test_prepare_request_replaces_that_requests_context_model_and_options(
             context=context, model=other, options=attrs.evolve(ctx.options, temperature=0.5)
         )
 
-    agent, stream, _ = _agent([_tool_turn(), faux.assistant_message("done")],
-                              prepare_request=prepare)  # fmt: skip
+    agent, scripted = make_scripted_agent(
+        [_tool_turn(), faux.assistant_message("done")], [NOOP], prepare_request=prepare
+    )
     await agent.prompt("go")
-    assert len(stream.requests) == 2
-    for model, context, options in stream.requests:
-        assert (model.id, context.system_prompt, options.temperature) == (
+    assert len(scripted.calls) == 2
+    for call in scripted.calls:
+        assert (call.model.id, call.context.system_prompt, call.options.temperature) == (
             "faux-other",
             "rewritten",
             0.5,
@@ -151,14 +140,16 @@ async def test_prepare_next_turn_adds_messages_and_switches_the_model_for_later_
             thinking_level="high",
         )  # fmt: skip
 
-    agent, stream, events = _agent([_tool_turn(), faux.assistant_message("done")],
-                                   prepare_next_turn=prepare)  # fmt: skip
+    agent, scripted = make_scripted_agent(
+        [_tool_turn(), faux.assistant_message("done")], [NOOP], prepare_next_turn=prepare
+    )
+    events = record(agent)
     await agent.prompt("go")
     assert turns == [1]  # only when another turn starts: not after the final answer
-    (first, _, first_options), (second, context, second_options) = stream.requests
-    assert (first.id, second.id) == (stream.scripted.model.id, "faux-next")
-    assert (first_options.reasoning, second_options.reasoning) == (None, "high")
-    texts = [m.content[0].text for m in context.messages if isinstance(m, pt.UserMessage)]
+    first, second = scripted.calls
+    assert (first.model.id, second.model.id) == (scripted.model.id, "faux-next")
+    assert (first.options.reasoning, second.options.reasoning) == (None, "high")
+    texts = [m.content[0].text for m in second.context.messages if isinstance(m, pt.UserMessage)]
     assert texts == ["go", "a note"]  # announced before the request, with its events
     assert_event_grammar(events)
     assert_transcript_valid(agent.state.messages)
@@ -170,8 +161,10 @@ async def test_an_abort_during_finish_turn_closes_the_run(
     async def slow_finish(turn: Any) -> None:
         await trio.sleep(10)
 
-    agent, _, events = _agent([_tool_turn(), faux.assistant_message("never")],
-                              finish_turn=slow_finish)  # fmt: skip
+    agent = make_agent(
+        [_tool_turn(), faux.assistant_message("never")], [NOOP], finish_turn=slow_finish
+    )
+    events = record(agent)
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "go")
         await trio.sleep(1)
@@ -189,12 +182,14 @@ async def test_prepare_next_turn_can_replace_the_tools_of_later_requests() -> No
     def prepare_next_turn(turn: pt.ShouldStopAfterTurnContext) -> pt.TurnUpdate:
         return pt.TurnUpdate(tools=[NOOP, later])
 
-    agent, stream, events = _agent(
+    agent, scripted = make_scripted_agent(
         [_tool_turn(), faux.assistant_message([faux.tool_call("later", {}, id="l")]), "done"],
+        [NOOP],
         prepare_next_turn=prepare_next_turn,
     )
+    events = record(agent)
     await agent.prompt("go")
-    offered = [[tool.name for tool in context.tools] for _, context, _ in stream.requests]
+    offered = [[tool.name for tool in call.context.tools] for call in scripted.calls]
     assert offered == [["noop"], ["noop", "later"], ["noop", "later"]]
     last_result = [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)][-1]
     assert last_result.content == [pt.TextContent("later ran")] and not last_result.is_error

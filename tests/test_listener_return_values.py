@@ -9,15 +9,12 @@ import trio
 
 import pi_trio as pt
 
-
-def _agent() -> pt.Agent:
-    scripted = pt.faux.FauxModel([pt.faux.assistant_message("done")])
-    return pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+from .support import make_agent
 
 
 @pytest.mark.parametrize("listeners", [1, 2])
 async def test_a_listener_returning_a_plain_value_does_not_fail_the_run(listeners: int) -> None:
-    agent = _agent()
+    agent = make_agent([pt.faux.assistant_message("done")], ())
     ends: list[pt.AgentEvent] = []
     awaited: list[str] = []
     agent.subscribe(lambda event: event.type == "agent_end" and ends.append(event))  # type: ignore[arg-type, func-returns-value]
@@ -41,7 +38,7 @@ async def test_a_listener_returning_a_plain_value_does_not_fail_the_run(listener
 async def test_an_async_function_returned_uncalled_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent = _agent()
+    agent = make_agent([pt.faux.assistant_message("done")], ())
     done = trio.Event()
     agent.subscribe(lambda event: done.wait)  # type: ignore[arg-type, return-value]
     with caplog.at_level("WARNING", logger="pi_trio.agent"):
@@ -55,7 +52,7 @@ async def test_an_async_function_returned_uncalled_is_logged(
 
 
 async def test_a_plain_value_returned_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
-    agent = _agent()
+    agent = make_agent([pt.faux.assistant_message("done")], ())
     agent.subscribe(lambda event: event.type == "agent_end")  # type: ignore[arg-type, return-value]
     with caplog.at_level("DEBUG", logger="pi_trio"):
         await agent.prompt("go")

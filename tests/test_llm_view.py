@@ -13,6 +13,8 @@ import trio
 import pi_trio as pt
 from pi_trio.loop._transcript import Transcript
 
+from .support import make_scripted_agent
+
 
 @attrs.define
 class Note:
@@ -67,13 +69,12 @@ async def test_a_run_requests_without_the_notes_a_listener_adds() -> None:
         pt.faux.assistant_message([pt.faux.tool_call("noop", {}, id="c-1")]),
         pt.faux.assistant_message("done"),
     ]
-    scripted = pt.faux.FauxModel(answers)
 
     async def noop(tool_call_id: str, params: object, on_update: object) -> pt.ToolResult:
         return pt.ToolResult([pt.TextContent("ok")])
 
     tool = pt.AgentTool("noop", "noop", "does nothing", {"type": "object"}, noop)
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
+    agent, scripted = make_scripted_agent(answers, [tool])
 
     def on_event(event: pt.AgentEvent) -> None:
         if event.type == "turn_end" and len(agent.state.messages) == 3:

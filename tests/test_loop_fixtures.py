@@ -18,7 +18,6 @@ from .pi_fixtures import fixture_params, load
 from .replay import (
     SCRIPTED_MODEL,
     SYSTEM_PROMPT,
-    RecordingSink,
     fixture_hooks,
     fixture_tools,
     initial_messages,
@@ -26,6 +25,7 @@ from .replay import (
     script_steps,
     strip_timestamps,
 )
+from .support import RecordingSink
 from .transcript import assert_transcript_valid
 
 LOOP_FIXTURES = [

@@ -13,7 +13,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
-from .replay import RecordingSink
+from .support import RecordingSink
 from .transcript import assert_transcript_valid
 
 MODEL = pt.get_model("faux", "faux-1")

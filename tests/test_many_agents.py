@@ -8,6 +8,8 @@ import gc
 
 import pi_trio as pt
 
+from .support import make_agent
+
 
 def _tracked_per_agent(make: object, count: int = 200) -> float:
     gc.collect()
@@ -33,8 +35,7 @@ def test_an_idle_agent_tracks_few_objects() -> None:
 
 
 async def test_queues_work_once_made_on_the_first_put() -> None:
-    scripted = pt.faux.FauxModel([pt.faux.assistant_message("ok")] * 2)
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent([pt.faux.assistant_message("ok")] * 2, ())
     assert not agent.has_queued_messages() and agent.queued() == ()
     first = agent.follow_up("one")
     second = agent.steer("two")
@@ -59,8 +60,7 @@ async def test_nothing_of_a_finished_batch_waits_through_the_next_turn() -> None
         pt.faux.assistant_message([pt.faux.tool_call("noop", {}, id=f"c-many-{i}")])
         for i in range(3)
     ]
-    scripted = pt.faux.FauxModel([*answers, pt.faux.assistant_message("done")])
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
+    agent = make_agent([*answers, pt.faux.assistant_message("done")], [tool])
     alive_at_turn_start: list[int] = []
 
     def ours() -> list[ToolBatch]:  # other tests may have left garbage batches behind
@@ -158,8 +158,7 @@ async def test_an_agent_holds_a_pending_set_only_while_a_tool_runs() -> None:
         pt.faux.assistant_message([pt.faux.tool_call("look", {}, id="c-1")]),
         pt.faux.assistant_message("done"),
     ]
-    scripted = pt.faux.FauxModel(answers)
-    agent = pt.Agent(pt.AgentState(model=scripted.model, tools=[tool]), stream_fn=scripted)
+    agent = make_agent(answers, [tool])
 
     def sets_held() -> int:
         return sum(type(ref) is set for ref in gc.get_referents(agent.state))

@@ -13,6 +13,8 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from .support import make_agent, make_scripted_agent
+
 
 async def not_a_tool(city: str) -> str:
     return city
@@ -63,8 +65,7 @@ async def test_the_placeholder_model_is_fine_with_a_custom_stream_fn() -> None:
 
 
 async def test_busy_error_names_the_python_method(autojump_clock: Any) -> None:
-    scripted = faux.FauxModel([faux.assistant_message("hello")], token_delay=1.0)
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent([faux.assistant_message("hello")], (), token_delay=1.0)
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "one")
         with pytest.raises(pt.AgentBusyError, match=r"steer\(\) or follow_up\(\)"):
@@ -99,7 +100,7 @@ async def test_faux_model_takes_an_iterator_lazily(autojump_clock: Any) -> None:
 
     scripted = faux.FauxModel(endless())
     assert taken == []
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent(scripted, ())
     for prompt in ("one", "two", "three"):
         await agent.prompt(prompt)
     assert taken == [0, 1, 2]
@@ -109,8 +110,7 @@ async def test_faux_model_takes_an_iterator_lazily(autojump_clock: Any) -> None:
 
 
 async def test_faux_model_repeat_answers_forever(autojump_clock: Any) -> None:
-    scripted = faux.FauxModel(itertools.repeat(faux.assistant_message("again")))
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent, scripted = make_scripted_agent(itertools.repeat(faux.assistant_message("again")), ())
     await agent.prompt("one")
     scripted.append_responses([faux.assistant_message("never reached")])  # after an endless one
     await agent.prompt("two")

@@ -12,10 +12,7 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.providers import faux
 
-
-def _agent(script: list[Any]) -> pt.Agent:
-    scripted = faux.FauxModel(script, token_delay=0.1)
-    return pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+from .support import make_agent
 
 
 def _texts(messages: Any) -> list[str]:
@@ -27,7 +24,7 @@ def _texts(messages: Any) -> list[str]:
 
 
 def test_queued_lists_both_queues_with_ids_in_order() -> None:
-    agent = _agent([])
+    agent = make_agent([])
     first = agent.steer("s1")
     agent.follow_up("f1")
     agent.steer("s2")
@@ -41,7 +38,7 @@ def test_queued_lists_both_queues_with_ids_in_order() -> None:
 
 
 def test_remove_and_replace_keep_order_and_ids() -> None:
-    agent = _agent([])
+    agent = make_agent([])
     a, b, c = agent.steer("a"), agent.steer("b"), agent.steer("c")
     agent.replace_queued(b.id, "B")
     agent.remove_queued(a.id)
@@ -53,7 +50,7 @@ def test_remove_and_replace_keep_order_and_ids() -> None:
 
 
 def test_peek_shows_what_the_next_poll_takes() -> None:
-    agent = _agent([])
+    agent = make_agent([])
     assert agent.peek_queued_messages() == []
     agent.follow_up("f1")
     agent.follow_up("f2")
@@ -68,7 +65,9 @@ def test_peek_shows_what_the_next_poll_takes() -> None:
 async def test_a_removed_message_is_never_sent_and_a_replaced_one_is_sent_rewritten(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([faux.assistant_message("one two three") for _ in range(4)])
+    agent = make_agent(
+        [faux.assistant_message("one two three") for _ in range(4)], (), token_delay=0.1
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "go")
         keep = agent.steer("keep")
@@ -82,7 +81,9 @@ async def test_a_removed_message_is_never_sent_and_a_replaced_one_is_sent_rewrit
 async def test_queue_updates_reach_events_channels_not_listeners(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent([faux.assistant_message("one"), faux.assistant_message("two")])
+    agent = make_agent(
+        [faux.assistant_message("one"), faux.assistant_message("two")], (), token_delay=0.1
+    )
     heard: list[Any] = []
     agent.subscribe(heard.append)
     async with agent.events() as rx:
@@ -107,14 +108,16 @@ async def test_abort_keeps_the_queues_unless_asked_to_clear_them(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     for clear in (False, True):
-        agent = _agent([faux.assistant_message("a b c d e f") for _ in range(3)])
+        agent = make_agent(
+            [faux.assistant_message("a b c d e f") for _ in range(3)], (), token_delay=0.1
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(agent.prompt, "go")
             agent.follow_up("later")
             await trio.sleep(0.25)
             agent.abort(clear_queues=clear)
         assert agent.has_queued_messages() is (not clear)
-    agent = _agent([])
+    agent = make_agent([])
     agent.steer("x")
     agent.abort(clear_queues=True)  # idle: clears, aborts nothing
     assert agent.queued() == ()
@@ -136,7 +139,7 @@ async def test_a_recorder_sees_removal_as_a_clear_and_refill() -> None:
         def cleared(self, kind: str) -> None:
             log.append(("cleared", kind))
 
-    agent = _agent([])
+    agent = make_agent([])
     agent.recorder = Log()
     a = agent.steer("a")
     agent.steer("b")

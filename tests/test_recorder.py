@@ -11,21 +11,24 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from .support import make_agent
+
 
 class _Log:
     """A recorder that keeps what it was told and when it was flushed."""
 
-    def __init__(self, agent_ref: list[pt.Agent], fail_flush: bool = False) -> None:
+    def __init__(self, fail_flush: bool = False) -> None:
         self.noted: list[Any] = []
         self.durable: list[Any] = []
         self.flushes = 0
-        self.agent_ref = agent_ref
+        self.agent: pt.Agent | None = None  # set once the agent it records is made
         self.fail_flush = fail_flush
         self.state_at_record: list[int] = []
 
     def record(self, event: pt.AgentEvent) -> bool:
+        assert self.agent is not None
         self.noted.append(event)
-        self.state_at_record.append(len(self.agent_ref[0].state.messages))
+        self.state_at_record.append(len(self.agent.state.messages))
         return isinstance(event, pt.MessageEnd | pt.ToolExecutionEnd)
 
     async def flush(self) -> None:
@@ -42,18 +45,9 @@ class _Log:
         self.noted.append(("cleared", kind))
 
 
-def _agent(script: list[Any], recorder: Any = None) -> tuple[pt.Agent, _Log]:
-    scripted = faux.FauxModel(script)
-    ref: list[pt.Agent] = []
-    log = recorder or _Log(ref)
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted, recorder=log)
-    ref.append(agent)
-    log.agent_ref = ref
-    return agent, log
-
-
 async def test_an_ended_message_is_durable_before_any_listener_sees_it() -> None:
-    agent, log = _agent([faux.assistant_message("hello")])
+    log = _Log()
+    agent = log.agent = make_agent([faux.assistant_message("hello")], (), recorder=log)
     seen: list[bool] = []
 
     def listener(event: pt.AgentEvent) -> None:
@@ -67,14 +61,18 @@ async def test_an_ended_message_is_durable_before_any_listener_sees_it() -> None
 
 
 async def test_record_sees_state_already_updated() -> None:
-    agent, log = _agent([faux.assistant_message("hello")])
+    log = _Log()
+    agent = log.agent = make_agent([faux.assistant_message("hello")], (), recorder=log)
     await agent.prompt("hi")
     ends = [i for i, e in enumerate(log.noted) if isinstance(e, pt.MessageEnd)]
     assert [log.state_at_record[i] for i in ends] == [1, 2]
 
 
 async def test_queued_messages_are_flushed_before_a_run_drains_them() -> None:
-    agent, log = _agent([faux.assistant_message("one"), faux.assistant_message("two")])
+    log = _Log()
+    agent = log.agent = make_agent(
+        [faux.assistant_message("one"), faux.assistant_message("two")], (), recorder=log
+    )
     flushes_at_drain: list[int] = []
 
     def listener(event: pt.AgentEvent) -> None:
@@ -94,9 +92,8 @@ async def test_queued_messages_are_flushed_before_a_run_drains_them() -> None:
 
 
 async def test_a_failing_flush_ends_the_run_with_its_error() -> None:
-    ref: list[pt.Agent] = []
-    log = _Log(ref, fail_flush=True)
-    agent, _ = _agent([faux.assistant_message("hello")], recorder=log)
+    log = _Log(fail_flush=True)
+    agent = log.agent = make_agent([faux.assistant_message("hello")], (), recorder=log)
     delivered: list[pt.AgentEvent] = []
     agent.subscribe(delivered.append)
     await agent.prompt("hi")
@@ -111,8 +108,8 @@ async def test_a_flush_that_keeps_failing_is_one_traceback_then_one_line_each(
     # a store that is down fails every flush of the run (the closing events' and the end's):
     # the first failure comes with its traceback, the others with the error's first line
     caplog.set_level(logging.DEBUG, logger="pi_trio")
-    log = _Log([], fail_flush=True)
-    agent, _ = _agent([faux.assistant_message("hello")], recorder=log)
+    log = _Log(fail_flush=True)
+    agent = log.agent = make_agent([faux.assistant_message("hello")], (), recorder=log)
     await agent.prompt("hi")
     traced = [r for r in caplog.records if r.exc_info]
     assert len(traced) == 1  # the failure the run ends with is not logged again by the loop
@@ -128,6 +125,7 @@ async def test_a_flush_that_keeps_failing_is_one_traceback_then_one_line_each(
 
 @pytest.mark.parametrize("kind", ["steer", "follow_up"])
 def test_queue_methods_report_to_the_recorder(kind: str) -> None:
-    agent, log = _agent([])
+    log = _Log()
+    agent = log.agent = make_agent([], (), recorder=log)
     getattr(agent, kind)("x")
     assert log.noted[0][:2] == ("queued", kind)

@@ -13,7 +13,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
-from .support import RecordingSink
+from .support import RecordingSink, make_agent, make_scripted_agent
 from .transcript import assert_transcript_valid
 
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
@@ -34,12 +34,12 @@ async def _work(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult
     return pt.ToolResult([pt.TextContent(f"{tool_call_id} done")])
 
 
-def _agent(script: list[Any], **options: Any) -> tuple[pt.Agent, faux.FauxModel]:
+WORK = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
+
+
+@pytest.fixture(autouse=True)
+def _nothing_ran_yet() -> None:
     ran.clear()
-    scripted = faux.FauxModel(script)
-    tool = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
-    state = pt.AgentState(model=scripted.model, tools=[tool])
-    return pt.Agent(state, stream_fn=scripted, **options), scripted
 
 
 def _results(agent: pt.Agent) -> dict[str, pt.ToolResultMessage]:
@@ -64,8 +64,9 @@ async def test_a_steer_during_the_batch_stops_the_calls_not_finished(
 ) -> None:
     # c0 finishes at 0.5 (before the steer); c1 and c2 run when it comes at 1.0; c3 waits for a
     # place (max_parallel_tools=2) and never starts
-    agent, scripted = _agent(
+    agent, scripted = make_scripted_agent(
         [_calls(0.5, 10.0, 10.0, 10.0), faux.assistant_message("ok, new plan")],
+        [WORK],
         steering_policy="at_tool_boundary",
         max_parallel_tools=2,
     )
@@ -95,7 +96,9 @@ async def test_a_steer_during_the_batch_stops_the_calls_not_finished(
 async def test_after_batch_the_default_lets_every_call_finish(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent, scripted = _agent([_calls(0.5, 3.0, 3.0), faux.assistant_message("ok")])
+    agent, scripted = make_scripted_agent(
+        [_calls(0.5, 3.0, 3.0), faux.assistant_message("ok")], [WORK]
+    )
     await _prompt_and_steer_at(agent, 1.0)
     results = _results(agent)
     assert [_text(results[f"c{i}"]) for i in range(3)] == ["c0 done", "c1 done", "c2 done"]
@@ -105,8 +108,9 @@ async def test_after_batch_the_default_lets_every_call_finish(
 async def test_sequential_batch_stops_the_running_call_and_skips_the_rest(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent, _ = _agent(
+    agent = make_agent(
         [_calls(5.0, 1.0, 1.0), faux.assistant_message("ok")],
+        [WORK],
         steering_policy="at_tool_boundary",
         tool_execution="sequential",
     )
@@ -124,8 +128,8 @@ async def test_a_steer_queued_before_the_batch_does_not_stop_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # queued while the model streamed (at the assistant message's end): it waits for the batch
-    agent, scripted = _agent(
-        [_calls(1.0, 1.0), faux.assistant_message("ok")], steering_policy="at_tool_boundary"
+    agent, scripted = make_scripted_agent(
+        [_calls(1.0, 1.0), faux.assistant_message("ok")], [WORK], steering_policy="at_tool_boundary"
     )
 
     def steer_once(event: pt.AgentEvent) -> None:
@@ -145,14 +149,12 @@ async def test_a_call_that_finished_before_the_stop_reached_it_keeps_its_result(
     # c0 queues the steer itself, lets the watcher run (shielded), then returns without another
     # checkpoint: its cancel scope was cancelled, but the cancellation never cut it short, so
     # its real result stands; c1 is stopped
-    scripted = faux.FauxModel(
-        [
-            faux.assistant_message(
-                [faux.tool_call("steerer", {}, id="c0"), faux.tool_call("work", {"s": 5}, id="c1")]
-            ),
-            faux.assistant_message("ok"),
-        ]
-    )
+    script = [
+        faux.assistant_message(
+            [faux.tool_call("steerer", {}, id="c0"), faux.tool_call("work", {"s": 5}, id="c1")]
+        ),
+        faux.assistant_message("ok"),
+    ]
 
     async def steerer(tool_call_id: str, params: Any, on_update: Any) -> str:
         agent.steer("from inside the tool")
@@ -160,15 +162,8 @@ async def test_a_call_that_finished_before_the_stop_reached_it_keeps_its_result(
             await trio.testing.wait_all_tasks_blocked()
         return "steerer done"  # ...but we return before any checkpoint could deliver it
 
-    tools = [
-        pt.AgentTool("steerer", "Steerer", "steers", {"type": "object"}, steerer),
-        pt.AgentTool("work", "Work", "works", SCHEMA, _work),
-    ]
-    agent = pt.Agent(
-        pt.AgentState(model=scripted.model, tools=tools),
-        stream_fn=scripted,
-        steering_policy="at_tool_boundary",
-    )
+    steering = pt.AgentTool("steerer", "Steerer", "steers", {"type": "object"}, steerer)
+    agent = make_agent(script, [steering, WORK], steering_policy="at_tool_boundary")
     await agent.prompt("go")
     results = _results(agent)
     assert _text(results["c0"]) == "steerer done" and not results["c0"].is_error
@@ -187,18 +182,15 @@ def test_the_policy_is_checked_where_it_is_given() -> None:
 async def test_a_steer_from_before_tool_call_runs_no_call(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    ran.clear()
-    scripted = faux.FauxModel([_calls(1, 1, 1), faux.assistant_message("ok")])
-    tool = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
     agent: pt.Agent
 
     def before(context: pt.BeforeToolCallContext) -> None:
         if context.tool_call.id == "c0":
             agent.steer("stop, all of it")
 
-    agent = pt.Agent(
-        pt.AgentState(model=scripted.model, tools=[tool]),
-        stream_fn=scripted,
+    agent = make_agent(
+        [_calls(1, 1, 1), faux.assistant_message("ok")],
+        [WORK],
         steering_policy="at_tool_boundary",
         before_tool_call=before,
     )
@@ -215,9 +207,8 @@ async def test_a_steer_from_before_tool_call_runs_no_call(
 async def test_a_failing_steering_signal_ends_the_run_with_an_error(
     autojump_clock: trio.testing.MockClock, signal: Any
 ) -> None:
-    tool = pt.AgentTool("work", "Work", "works", SCHEMA, _work)
     scripted = faux.FauxModel([_calls(1, 2), faux.assistant_message("ok")])
-    context = pt.AgentContext("", [], [tool])
+    context = pt.AgentContext("", [], [WORK])
     config = pt.AgentLoopConfig(
         scripted.model,
         stream_fn=scripted,

@@ -34,9 +34,9 @@ async def _progress(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolRe
 PROGRESS = pt.AgentTool("progress", "Progress", "reports 3 steps", {"type": "object"}, _progress)
 
 
-def _agent(token_delay: float = 0.5) -> pt.Agent:
-    script = [calls(("progress", {})), faux.assistant_message("all done now")]
-    return make_agent(script, [PROGRESS], token_delay=token_delay)
+def _progress_script() -> list[pt.AssistantMessage]:
+    """A tool reporting three steps, then a streamed answer: the run most tests here read."""
+    return [calls(("progress", {})), faux.assistant_message("all done now")]
 
 
 def _lifecycle(events: list[pt.AgentEvent]) -> list[pt.AgentEvent]:
@@ -62,7 +62,7 @@ async def _read_until_agent_end(
 async def test_a_reader_that_keeps_up_gets_every_event_in_order(
     autojump_clock: trio.testing.MockClock, max_buffer_size: float
 ) -> None:
-    agent = _agent()
+    agent = make_agent(_progress_script(), [PROGRESS], token_delay=0.5)
     heard = record(agent)
     received: list[pt.AgentEvent] = []
     async with agent.events(max_buffer_size=max_buffer_size) as rx, trio.open_nursery() as n:
@@ -84,7 +84,7 @@ async def test_a_waiting_reader_gets_updates_even_without_a_buffer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     """max_buffer_size=0: an update goes straight to a reader blocked in receive()."""
-    agent = _agent()
+    agent = make_agent(_progress_script(), [PROGRESS], token_delay=0.5)
     heard = record(agent)
     received: list[pt.AgentEvent] = []
     async with agent.events(max_buffer_size=0) as rx, trio.open_nursery() as nursery:
@@ -99,7 +99,7 @@ async def test_a_waiting_reader_gets_updates_even_without_a_buffer(
 async def test_updates_are_dropped_only_for_the_reader_that_lags(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent()
+    agent = make_agent(_progress_script(), [PROGRESS], token_delay=0.5)
     heard = record(agent)
     fast: list[pt.AgentEvent] = []
     async with (
@@ -120,7 +120,7 @@ async def test_updates_are_dropped_only_for_the_reader_that_lags(
 async def test_a_reader_that_falls_behind_then_catches_up_loses_only_updates(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    agent = _agent()
+    agent = make_agent(_progress_script(), [PROGRESS], token_delay=0.5)
     heard = record(agent)
     received: list[pt.AgentEvent] = []
 

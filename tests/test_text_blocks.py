@@ -22,6 +22,8 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import MessageBuilder, faux
 
+from .support import make_agent
+
 
 def _holds_a_list(block: object) -> bool:
     return any(type(ref) is list for ref in gc.get_referents(block))
@@ -95,8 +97,7 @@ async def test_a_streamed_transcript_holds_no_piece_lists() -> None:
         )
     ]
     for delay in (0.0, 0.001):
-        model = pt.faux.FauxModel(answers, chunker=pt.faux.by_size(3), token_delay=delay)
-        agent = pt.Agent(pt.AgentState(model=model.model), stream_fn=model)
+        agent = make_agent(answers, (), chunker=pt.faux.by_size(3), token_delay=delay)
         deltas: list[str] = []
 
         def on_event(event: pt.AgentEvent, deltas: list[str] = deltas) -> None:
@@ -366,8 +367,7 @@ async def test_a_listener_copying_the_partial_on_every_delta_costs_no_text() -> 
         [faux.thinking("thinking it over slowly"), faux.text("a long answer, piece by piece")]
     )
     for delay in (0.0, 0.001):
-        model = faux.FauxModel([answer], chunker=faux.by_size(2), token_delay=delay)
-        agent = pt.Agent(pt.AgentState(model=model.model), stream_fn=model)
+        agent = make_agent([answer], (), chunker=faux.by_size(2), token_delay=delay)
         seen: dict[int, str] = {}
         snapshots: list[tuple[str, ...]] = []
 

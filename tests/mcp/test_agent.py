@@ -10,6 +10,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
+from ..support import make_agent
 from ..transcript import assert_transcript_valid
 from .conftest import STDIO_ARGS, HttpServer, eventually, has_text
 
@@ -21,33 +22,31 @@ async def test_three_mcp_tools_in_parallel_then_an_abort_reaches_the_server(
 ) -> None:
     marker = tmp_path / "marker"
     local_marker = tmp_path / "local-marker"
-    scripted = faux.FauxModel(
-        [
-            faux.assistant_message(  # barrier(n=3) answers only when all three are in flight
-                [
-                    faux.tool_call("local_barrier", {"n": 3, "tag": "a"}),
-                    faux.tool_call("local_barrier", {"n": 3, "tag": "b"}),
-                    faux.tool_call("local_barrier", {"n": 3, "tag": "c"}),
-                ]
-            ),
-            faux.assistant_message("all three passed"),
-            faux.assistant_message(
-                [
-                    faux.tool_call("web_echo", {"text": "quick"}),
-                    faux.tool_call("web_hang", {"marker": str(marker)}),
-                    faux.tool_call("local_hang", {"marker": str(local_marker)}),
-                ]
-            ),
-            faux.assistant_message("never reached"),
-        ]
-    )
+    script = [
+        faux.assistant_message(  # barrier(n=3) answers only when all three are in flight
+            [
+                faux.tool_call("local_barrier", {"n": 3, "tag": "a"}),
+                faux.tool_call("local_barrier", {"n": 3, "tag": "b"}),
+                faux.tool_call("local_barrier", {"n": 3, "tag": "c"}),
+            ]
+        ),
+        faux.assistant_message("all three passed"),
+        faux.assistant_message(
+            [
+                faux.tool_call("web_echo", {"text": "quick"}),
+                faux.tool_call("web_hang", {"marker": str(marker)}),
+                faux.tool_call("local_hang", {"marker": str(local_marker)}),
+            ]
+        ),
+        faux.assistant_message("never reached"),
+    ]
     with trio.fail_after(LIMIT):
         async with (
             pt.mcp.open_stdio_server(sys.executable, STDIO_ARGS) as local,
             pt.mcp.open_http_server(http_server.url) as web,
         ):
             tools = [*await local.tools(prefix="local"), *await web.tools(prefix="web")]
-            agent = pt.Agent(pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted)
+            agent = make_agent(script, tools)
 
             await agent.prompt("pass the barrier three times at once")
             results = [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)]

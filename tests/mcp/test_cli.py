@@ -12,6 +12,7 @@ import pi_trio as pt
 from pi_trio.cli._mcp import open_mcp_tools
 from pi_trio.providers import faux
 
+from ..support import make_agent, make_scripted_agent
 from .conftest import STDIO_ARGS, HttpServer
 
 LIMIT = 30
@@ -25,8 +26,7 @@ def _names(agent: pt.Agent) -> set[str]:
 async def test_servers_tools_join_the_agent_and_refresh_on_list_changed(
     http_server: HttpServer,
 ) -> None:
-    scripted = faux.FauxModel([])
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
+    agent = make_agent([], ())
     with trio.fail_after(LIMIT):
         async with open_mcp_tools(agent, [COMMAND], [http_server.url]) as refresh:
             assert {"mcp1_echo", "mcp2_echo"} <= _names(agent)
@@ -60,14 +60,14 @@ def test_chat_with_mcp_options_starts_and_a_bad_server_is_a_clear_error(
 async def test_a_list_changed_during_a_run_reaches_its_next_model_call() -> None:
     # the model calls grow (the server adds "extra" and announces it), then calls extra in the
     # same run: the tools were listed afresh before that second request
-    scripted = faux.FauxModel(
+    agent, scripted = make_scripted_agent(
         [
             faux.assistant_message([faux.tool_call("mcp1_grow", {}, id="g")]),
             faux.assistant_message([faux.tool_call("mcp1_extra", {}, id="x")]),
             faux.assistant_message("done"),
-        ]
+        ],
+        (),
     )
-    agent = pt.Agent(pt.AgentState(model=scripted.model), stream_fn=scripted)
     with trio.fail_after(LIMIT):
         async with open_mcp_tools(agent, [COMMAND], []):
             assert "mcp1_extra" not in _names(agent)

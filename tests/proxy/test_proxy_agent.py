@@ -14,6 +14,7 @@ from pi_trio.providers._http import pool_in_use
 from ..grammar import assert_event_grammar
 from ..providers._bodies import COMPLETIONS
 from ..providers._server import SSE, ScriptedServer
+from ..support import record
 from ..transcript import assert_transcript_valid
 from ._endless import Endless
 from .conftest import TOKEN, StartProxy
@@ -31,12 +32,14 @@ WEATHER = _tool("get_weather", "city", "sunny")
 TIME = _tool("get_time", "tz", "noon")
 
 
-def _agent(model: pt.Model, url: str, client: httpx.AsyncClient) -> tuple[pt.Agent, list[Any]]:
+def _proxied_agent(
+    model: pt.Model, url: str, client: httpx.AsyncClient
+) -> tuple[pt.Agent, list[pt.AgentEvent]]:
+    """An agent whose model is reached through the proxy at ``url`` (what this file tests, so
+    built by hand: the scripted model, if any, is behind the proxy), and its events."""
     state = pt.AgentState(system_prompt="Be terse.", model=model, tools=[WEATHER, TIME])
     agent = pt.Agent(state, stream_fn=pt.stream_proxy(url, TOKEN, http_client=client))
-    events: list[Any] = []
-    agent.subscribe(events.append)
-    return agent, events
+    return agent, record(agent)
 
 
 async def test_prompt_tool_call_result_text_through_the_proxy(
@@ -56,7 +59,7 @@ async def test_prompt_tool_call_result_text_through_the_proxy(
         ]
     )
     server = await start_proxy(stream_fn=scripted)
-    agent, events = _agent(scripted.model, server.url, client)
+    agent, events = _proxied_agent(scripted.model, server.url, client)
 
     await agent.prompt("Weather in Paris?")
 
@@ -79,7 +82,7 @@ async def test_the_same_over_an_openai_completions_upstream(
     model = COMPLETIONS.model(upstream.url)
     server = await start_proxy(models=[model])
     upstream.script(COMPLETIONS.path, SSE(COMPLETIONS.tools), SSE(COMPLETIONS.text))
-    agent, events = _agent(model, server.url, client)
+    agent, events = _proxied_agent(model, server.url, client)
 
     await agent.prompt("Weather in Paris, and the time?")
 
@@ -103,7 +106,7 @@ async def test_the_same_over_an_openai_completions_upstream(
 async def test_agent_abort_reaches_the_upstream_stream(start_proxy: StartProxy, client) -> None:
     endless = Endless()
     server = await start_proxy(stream_fn=endless)
-    agent, events = _agent(pt.get_model("faux", "faux-1"), server.url, client)
+    agent, events = _proxied_agent(pt.get_model("faux", "faux-1"), server.url, client)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent.prompt, "Go on forever")
@@ -126,7 +129,7 @@ async def test_a_caller_deadline_reaches_the_http_upstream(
     model = COMPLETIONS.model(upstream.url)
     server = await start_proxy(models=[model])
     upstream.script(COMPLETIONS.path, SSE(COMPLETIONS.text[:2], then="stall"))
-    agent, _ = _agent(model, server.url, client)
+    agent, _ = _proxied_agent(model, server.url, client)
     streaming = trio.Event()
 
     def on_event(event: pt.AgentEvent) -> None:

@@ -8,6 +8,8 @@ import trio
 
 import pi_trio as pt
 
+from ..support import make_agent
+
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
 
 
@@ -53,10 +55,8 @@ def script(turns: int = 3, calls: int = 2) -> list[pt.AssistantMessage]:
 
 
 def agent_with(execute: Any, **options: Any) -> pt.Agent:
-    model = pt.faux.FauxModel(script(), token_delay=0.1)
     tool = pt.AgentTool("work", "Work", "works for `s` seconds", SCHEMA, execute)
-    state = pt.AgentState(model=model.model, tools=[tool])
-    return pt.Agent(state, stream_fn=model, **options)
+    return make_agent(script(), [tool], token_delay=0.1, **options)
 
 
 def healthy_agent() -> pt.Agent:
