@@ -28,7 +28,6 @@ Kinds and their ``data``:
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -36,6 +35,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import attrs
 
 from .._errors import SessionLogError, WireFormatError
+from .._logging import sessions_logger
 from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
@@ -60,8 +60,6 @@ __all__ = [
     "result_text",
     "scalar",
 ]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 FORMAT_VERSION: Final = 1
 """The version of the entry format this pi_trio writes and reads (newer ones are refused)."""
@@ -273,7 +271,7 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
         return encode(note)
     except Exception as exc:  # WireFormatError, RecursionError, a __str__ that raises...
         why = f"not storable in the session log: {type(exc).__name__}: {exc}"
-        logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
+        sessions_logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
         payload = note.payload
         if isinstance(payload, ToolExecutionEnd):
             result = ToolResult(payload.result.content, details={"unstorable": why})
