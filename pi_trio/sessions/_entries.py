@@ -4,7 +4,7 @@ One entry per thing that happened to a session, each with a ``seq`` that is mono
 session, the ``epoch`` of the holder that wrote it, a ``time`` (Unix milliseconds) and a
 ``version`` of this format. ``data`` is JSON; where it holds a message, a tool call's arguments or
 a tool result, that part is pi's JSON (:func:`pt.to_json`), so a transcript read back is exactly
-what pi would read. The same rows go into every backend (SQLite now, PostgreSQL later).
+what pi would read. The same rows go into every backend (SQLite and PostgreSQL).
 
 Kinds and their ``data``:
 
@@ -137,10 +137,10 @@ def _default(value: Any) -> Any:
 _ENCODER: Final = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, default=_default, allow_nan=False
 )
-# The C encoder that JSONEncoder.encode builds on every call, built once (a few µs a call on
-# this per-entry path): the same settings, without the circular-reference check, whose
-# markers would be state shared between calls (a self-containing value recurses until
-# RecursionError instead, which the recorder reports the way it reports any unencodable one).
+# The C encoder that JSONEncoder.encode builds on every call, built once for this per-entry
+# path: the same settings, without the circular-reference check, whose markers would be state
+# shared between calls (a self-containing value recurses until RecursionError instead, which
+# the recorder reports the way it reports any unencodable one).
 _C_ENCODER: Final = (
     json.encoder.c_make_encoder(  # type: ignore[attr-defined]
         None, _default, json.encoder.encode_basestring, None, ":", ",", False, False, False
