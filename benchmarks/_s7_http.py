@@ -26,9 +26,10 @@ import pi_trio as pt
 from pi_trio.providers import pool_in_use
 
 from . import _script as script
+from ._agents import make_agent
 from ._common import s7_schedule
+from ._stress import StressStats, stress_run
 from ._tasks import start_tracking
-from .impl_pi_trio import StressStats, make_agent, stress_run
 
 RUN_HEADER = "x-bench-run"
 

@@ -7,7 +7,7 @@ its tool calls follow, each as start, one delta with the JSON arguments, end.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import trio
@@ -42,6 +42,21 @@ def scripted(
     # like the Node reference's scripted stream, it keeps no record of the requests
     pieces = chunker or faux.in_pieces(TEXT_PIECES)
     return faux.FauxModel(answers, chunker=pieces, token_delay=0.0, record_calls=False)
+
+
+def noop_answers(turns: int) -> list[pt.AssistantMessage]:
+    """``turns`` answers that each call ``noop`` once, then the final answer."""
+    answers = [tool_turn("noop", [{}], turn) for turn in range(turns)]
+    return [*answers, final_answer()]
+
+
+def lazy_noop_answers(turns: int) -> Iterator[pt.AssistantMessage]:
+    """S5's answers, each built when the agent's model is called (as the Node reference builds
+    its message from a small descriptor at call time): 1,000-10,000 agents do not each hold
+    eleven prebuilt messages from the start."""
+    for turn in range(turns):
+        yield tool_turn("noop", [{}], turn)
+    yield final_answer()
 
 
 _OK = pt.ToolResult([pt.TextContent("ok")], details={})

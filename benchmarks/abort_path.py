@@ -30,7 +30,7 @@ from pi_trio.loop._emit import Emitter
 
 from . import _script as script
 from . import impl_floor as floor
-from .impl_pi_trio import Counter, scripted_agent
+from ._agents import Counter, scripted_agent
 
 STAMPS: list[tuple[str, int]] = []
 

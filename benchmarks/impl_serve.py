@@ -35,7 +35,6 @@ import trio
 import pi_trio as pt
 
 from . import _script as script
-from .impl_pi_trio import _noop_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +69,7 @@ async def _in_memory(sessions: int, turns: int) -> tuple[float, list[float]]:
     clock = TurnClock()
     crowd = []
     for index in range(sessions):
-        model = script.scripted(_noop_answers(turns))
+        model = script.scripted(script.noop_answers(turns))
         state = pt.AgentState(model=model.model, tools=[script.NOOP])
         crowd.append(pt.Agent(state, stream_fn=clock.wrap(model), session_id=f"m{index}"))
     start = time.perf_counter()
@@ -82,7 +81,7 @@ async def _in_memory(sessions: int, turns: int) -> tuple[float, list[float]]:
 
 def _options(clock: TurnClock, turns: int) -> Any:
     def options(session_id: str) -> dict[str, Any]:
-        model = script.scripted(_noop_answers(turns))
+        model = script.scripted(script.noop_answers(turns))
         state = pt.AgentState(model=model.model, tools=[script.NOOP])
         return {"initial_state": state, "stream_fn": clock.wrap(model)}
 

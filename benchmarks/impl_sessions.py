@@ -18,12 +18,13 @@ import trio
 import pi_trio as pt
 
 from . import _script as script
-from .impl_pi_trio import Counter, _noop_answers, s1_turns, s5_many_agents
+from ._agents import Counter
+from .impl_memory import s1_turns, s5_many_agents
 
 
 async def _s1_durable(turns: int, path: Path) -> tuple[float, float, int]:
     counter = Counter()
-    model = script.scripted(_noop_answers(turns))
+    model = script.scripted(script.noop_answers(turns))
     state = pt.AgentState(model=model.model, tools=[script.NOOP])
     async with (
         pt.open_session_store(path) as store,
@@ -68,7 +69,7 @@ async def s5d_many_agents(agents: int, turns: int) -> dict[str, Any]:
         async with pt.open_session_store(Path(tmp) / "s5d.db") as store:
 
             async def one(index: int, ready: trio.Event, go: trio.Event) -> None:
-                model = script.scripted(_noop_answers(turns))
+                model = script.scripted(script.noop_answers(turns))
                 state = pt.AgentState(model=model.model, tools=[script.NOOP])
                 async with store.open_agent(
                     f"agent-{index}", initial_state=state, stream_fn=model
@@ -104,7 +105,7 @@ async def s8_resume(turns: int) -> dict[str, Any]:
     """Load + repair a ``turns``-turn session whose last batch was interrupted."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s8.db"
-        model = script.scripted(_noop_answers(turns - 1))
+        model = script.scripted(script.noop_answers(turns - 1))
         state = pt.AgentState(model=model.model, tools=[script.NOOP])
         async with pt.open_session_store(path) as store:
             async with store.open_agent("s8", initial_state=state, stream_fn=model) as agent:

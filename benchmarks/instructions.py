@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.instructions [--only S1,S6] [--runs 1]
 
-Each figure runs one scenario of :mod:`benchmarks.impl_pi_trio` at two sizes, each in a fresh
+Each figure runs one scenario of :mod:`benchmarks.impl_memory` at two sizes, each in a fresh
 ``python`` under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``, ``gc.disable()``), and
 divides the difference of the two totals by the difference of the sizes: start-up and imports
 cancel out, what is left is the cost of one more turn (S1), one more tool call (S2), one more
@@ -33,7 +33,7 @@ _PROGRAM = """\
 import gc
 gc.disable()
 import trio
-from benchmarks import impl_pi_trio as impl
+from benchmarks import impl_memory as impl
 trio.run(lambda: {call})
 """
 

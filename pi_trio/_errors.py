@@ -11,10 +11,14 @@ working. The classes are not final: an application may derive its own errors fro
     ├── ContinueError (ValueError)          continue_(), run_agent_loop_continue(): nothing to do
     ├── ToolArgumentError (ValueError)      a tool call's arguments did not validate
     ├── ProviderNotFoundError (LookupError) unknown wire API, provider or model
-    └── ProviderError                       a model request that failed (a record, not raised)
+    ├── ProviderError                       a model request that failed (a record, not raised)
+    ├── EventsOverflowError                 an agent.events() reader fell too far behind
+    ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
+    └── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
-(pi's behaviour); these exceptions are for programmer errors and misuse.
+(pi's behaviour); these exceptions are for programmer errors and misuse, and for sessions
+that cannot be driven or read.
 """
 
 from __future__ import annotations

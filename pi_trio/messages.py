@@ -12,8 +12,8 @@ The record classes are ``@final`` (the wire format knows exactly these); an appl
 message type is any class with a ``role`` (:class:`CustomMessage`), not a subclass of them.
 
 Messages, content blocks and usage records have no ``__weakref__`` slot (like a dataclass
-with ``slots=True``): a transcript is most of what a running agent holds, and the slot cost
-16 B per object after allocator rounding, ~0.7 KiB per agent over ten tool turns.
+with ``slots=True``): a transcript is most of what a running agent holds, and a slot on
+each of its objects adds up over thousands of agents.
 ``weakref.ref(message)`` raises ``TypeError``: hold messages in a list or dict instead (an
 ``id()`` key only while the message itself is held too: a freed object's id is reused).
 """
@@ -69,8 +69,8 @@ _last_ms = [0]
 def now_ms() -> int:
     """Wall-clock time in milliseconds since the epoch (pi's ``Date.now()``).
 
-    Messages made in the same millisecond share one ``int`` object (an epoch millisecond is a
-    32-byte object, two per tool turn): thousands of agents hold fewer of them.
+    Messages made in the same millisecond share one ``int`` object: thousands of agents hold
+    fewer of them.
     """
     ms = time.time_ns() // 1_000_000
     last = _last_ms[0]

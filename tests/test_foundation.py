@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 import pi_trio as pt
 
+# The drawing of the error tree is _errors's module docstring, which no export carries.
+from pi_trio import _errors
+
 # No public seam reaches the partial-JSON parser (faux sends a tool call's arguments in one
-# delta): the one private import of these tests.
+# delta).
 from pi_trio.providers._partial_json import parse_partial_json
 
 
@@ -39,6 +46,30 @@ def test_api_key_never_in_repr() -> None:
 def test_error_hierarchy() -> None:
     for exc in (pt.AgentBusyError, pt.WireFormatError, pt.ToolArgumentError, pt.ContinueError):
         assert issubclass(exc, pt.PiError)
+
+
+def test_error_tree_in_the_docstring_draws_every_error_class() -> None:
+    """``_errors``'s docstring draws the hierarchy: every exception class of the module is a
+    line of it, with its built-in base in parentheses, so the drawing cannot drift."""
+    drawn: dict[str, str] = {}
+    for line in (_errors.__doc__ or "").splitlines():
+        found = re.match(r"\s+[├└]── (\w+)(?: \((\w+)\))?(?:\s|$)", line)
+        if found:
+            drawn[found[1]] = found[2] or ""
+    # the class statements of the module's source (``__module__`` is fixed up to ``pi_trio``)
+    tree = ast.parse(Path(_errors.__file__).read_text(encoding="utf-8"))
+    defined = {
+        node.name: getattr(_errors, node.name)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and issubclass(getattr(_errors, node.name), BaseException)
+    }
+    missing = sorted(set(defined) - {"PiError"} - set(drawn))
+    assert not missing, f"classes of pi_trio._errors not in its docstring's tree: {missing}"
+    assert set(drawn) <= set(defined), "the tree draws a class the module does not define"
+    for name, base in drawn.items():
+        builtin = [b.__name__ for b in defined[name].__bases__ if b is not _errors.PiError]
+        assert ([base] if base else []) == builtin, name
+        assert issubclass(defined[name], _errors.PiError), name
 
 
 def test_text_accumulates_without_joining_per_delta() -> None:

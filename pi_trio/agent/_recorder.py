@@ -16,13 +16,11 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
-from .._logging import log_failure
+from .._logging import agent_logger, log_failure
 from ..events import AgentEvent
 from ..messages import AgentMessage
 
 __all__ = ["QueueKind", "Recorder", "log_flush_failure"]
-
-logger = logging.getLogger("pi_trio.agent")
 
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
@@ -78,8 +76,8 @@ def log_flush_failure(
     (:class:`pt.SessionBusyError`) is one line at ``lost_level``: ``open_agent`` raises the
     loss and a worker logs it, and its traceback would only show the cancellation it caused."""
     if isinstance(exc, SessionBusyError):
-        logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
+        agent_logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
     elif again:
-        logger.error(message + ": %s", *args, exception_line(exc), stacklevel=2)
+        agent_logger.error(message + ": %s", *args, exception_line(exc), stacklevel=2)
     else:  # marked as logged: the run it ends does not log it again
-        log_failure(logger, logging.ERROR, exc, message, *args)
+        log_failure(agent_logger, logging.ERROR, exc, message, *args)

@@ -27,11 +27,11 @@ from ..messages import (
 )
 from ..models import Model
 from ..providers import StreamOptions, faux
+from ..testing import check_transcript
 from ..tools import tool
 from ._agents import new_state
 from ._demo_sessions import durable_section
 from ._render import EventPrinter, Style, text_of, wants_color
-from ._transcript import transcript_problems
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -230,7 +230,7 @@ class _Demo:
             self.note(f"deadline hit: the run was closed, last stop_reason {reason!r}")
         else:
             self.note("the model finished before the deadline")
-        self.result.problems = transcript_problems(messages)
+        self.result.problems = check_transcript(messages, round_trip=True)
         if self.result.problems:
             for problem in self.result.problems:
                 p.line(s.red(f"[demo] transcript problem: {problem}"))

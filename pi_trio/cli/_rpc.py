@@ -20,7 +20,6 @@ import base64
 import binascii
 import contextlib
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import trio
 
 from .._errors import PiError, WireFormatError
+from .._logging import cli_logger
 from ..agent import Agent
 from ..events import AgentEvent
 from ..messages import AgentMessage, ImageContent
@@ -39,8 +39,6 @@ __all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
 COMMANDS = ("abort", "configure", "follow_up", "get_state", "prompt", "reset", "steer")
 UPDATE_SHAPES = ("full", "compact")
 """``message_update`` lines: pi's shape (the whole partial message, twice) or only the delta."""
-
-logger = logging.getLogger("pi_trio.cli")
 
 _CONNECTION_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _ERROR_LINE_SECONDS = 1.0
@@ -348,7 +346,7 @@ async def serve_tcp_rpc(
                 log(f"connection from {peer} broke: {_first(group)!r}")
             except* Exception as group:  # Cancelled and KeyboardInterrupt go on out
                 failure = _first(group)
-                logger.error("connection from %s failed; closing it", peer, exc_info=failure)
+                cli_logger.error("connection from %s failed; closing it", peer, exc_info=failure)
                 log(f"connection from {peer} failed: {type(failure).__name__}; closing it")
                 await _send_failure(lines, failure)
         log(f"connection from {peer} closed")

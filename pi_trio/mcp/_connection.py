@@ -12,7 +12,6 @@ one for the next call (restarting a stdio child, re-initializing an HTTP session
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -28,9 +27,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-__all__ = ["Connection", "TransportFactory", "describe"]
+from .._logging import mcp_logger
 
-logger = logging.getLogger("pi_trio.mcp")
+__all__ = ["Connection", "TransportFactory", "describe"]
 
 TransportFactory = Callable[[], AbstractAsyncContextManager[tuple[Any, Any]]]
 
@@ -167,7 +166,7 @@ class Connection:
         if isinstance(message, types.ToolListChangedNotification):
             self._on_tools_changed()
         elif isinstance(message, Exception):
-            logger.debug("MCP transport reported %s", describe(message))
+            mcp_logger.debug("MCP transport reported %s", describe(message))
         await trio.lowlevel.checkpoint()
 
     async def _listen_for_changes(self, client: Client) -> None:
@@ -183,7 +182,7 @@ class Connection:
                 async for _event in subscription:
                     self._on_tools_changed()
         except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
-            logger.debug("MCP tools/list_changed subscription ended: %s", describe(exc))
+            mcp_logger.debug("MCP tools/list_changed subscription ended: %s", describe(exc))
 
     async def run(self) -> None:
         """The connection's task: connect within ``connect_timeout``, serve until stopped.
@@ -214,11 +213,11 @@ class Connection:
                 self.failure = describe(group.split(trio.Cancelled)[1] or group)
             if cancelled is not None:  # someone else's cancellation: it goes on, alone
                 raise _first(cancelled) from None
-            logger.debug("MCP connection failed: %s", self.failure, exc_info=True)
+            mcp_logger.debug("MCP connection failed: %s", self.failure, exc_info=True)
         except Exception as exc:
             if self.failure is None:
                 self.failure = describe(exc)
-            logger.debug("MCP connection failed: %s", self.failure, exc_info=True)
+            mcp_logger.debug("MCP connection failed: %s", self.failure, exc_info=True)
         finally:
             self.client = None
             self.settled.set()

@@ -15,7 +15,6 @@ closed; the next call opens a new one.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -36,8 +35,6 @@ from ._connection import Connection, TransportFactory, describe
 from ._results import McpToolError, progress_result, to_tool_result
 
 __all__ = ["McpServer", "McpServerError", "McpToolError", "open_http_server", "open_stdio_server"]
-
-logger = logging.getLogger("pi_trio.mcp")
 
 _RECONNECT_CODES = frozenset(
     {types.CONNECTION_CLOSED, types.PARSE_ERROR, types.INTERNAL_ERROR}

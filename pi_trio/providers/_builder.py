@@ -41,9 +41,9 @@ __all__ = ["ABORTED_MESSAGE", "MessageBuilder"]
 
 ABORTED_MESSAGE = "Request was aborted"
 
-# The events are built by object.__new__ plus their fields, not by calling the class: that
-# skips a Python __init__ frame per event (~700 instructions of ~2,000). Each such line says
-# which constructor call it stands for; tests/test_event_construction.py checks they are whole.
+# The events are built by object.__new__ plus their fields, not by calling the class: no
+# Python __init__ call on the per-event path. Each such line says which constructor call it
+# stands for; tests/test_event_construction.py checks they are whole.
 _new = object.__new__
 
 

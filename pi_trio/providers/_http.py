@@ -180,7 +180,7 @@ def _stack(exc: BaseException) -> Any:
     root = type(exc).__module__.partition(".")[0]
     stack = sys.modules.get(root) if root in ("httpx", "httpx2") else None
     if stack is None:
-        import httpx as stack  # e.g. a subclass defined elsewhere: httpx's names, as before
+        import httpx as stack  # e.g. a subclass defined elsewhere: httpx's names
     return stack
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hmac
 import inspect
 import json
-import logging
 import math
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -29,6 +28,7 @@ import attrs
 import trio
 
 from .._errors import PiError, ProviderNotFoundError, WireFormatError
+from .._logging import proxy_logger
 from ..events import StreamDone, StreamError
 from ..models import Model, get_model
 from ..providers import HttpClient, StreamFn, StreamOptions, stream_simple
@@ -37,8 +37,6 @@ from ._http11 import CONNECTION_ERRORS, BodyTooLarge, Exchange
 from ._protocol import ProxyRequest, encode_event, error_event
 
 __all__ = ["TOKEN_ENV_VAR", "ProxyServer", "run_proxy_server", "serve_proxy"]
-
-logger = logging.getLogger("pi_trio.proxy")
 
 TOKEN_ENV_VAR = "PI_TRIO_PROXY_TOKEN"
 STREAM_PATH = "/api/stream"
@@ -125,7 +123,7 @@ class ProxyServer:
         self.bound_port = listeners[0].socket.getsockname()[1]
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, self._handle_connection, listeners)
-            logger.info("pi proxy listening on %s%s", self.url, STREAM_PATH)
+            proxy_logger.info("pi proxy listening on %s%s", self.url, STREAM_PATH)
             task_status.started(self.url)
 
     # --- one connection ------------------------------------------------------------------
@@ -137,7 +135,7 @@ class ProxyServer:
         except* CONNECTION_ERRORS:
             pass  # the client went away or spoke nonsense: nothing to answer
         except* Exception:
-            logger.exception("pi proxy: request failed")
+            proxy_logger.exception("pi proxy: request failed")
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                 await stream.aclose()
@@ -164,7 +162,7 @@ class ProxyServer:
     async def _reject(self, exchange: Exchange, reject: _Reject, *, linger: bool = True) -> None:
         if exchange.request is not None:
             target = exchange.request.target.decode(errors="replace")
-            logger.info("pi proxy: %s -> %d %s", target, reject.status, reject.message)
+            proxy_logger.info("pi proxy: %s -> %d %s", target, reject.status, reject.message)
         with trio.move_on_after(_TRAILER_SECONDS):
             await exchange.send_error(reject.status, reject.message, reject.headers)
             if linger:  # not for a client too slow to send its request at all
@@ -288,12 +286,12 @@ class ProxyServer:
             await self._reject(exchange, _Reject(400, f"model.api: {exc}"))
             return
         except Exception as exc:  # get_api_key or stream_fn failed before streaming
-            logger.exception("pi proxy: could not start the upstream request")
+            proxy_logger.exception("pi proxy: could not start the upstream request")
             await self._reject(
                 exchange, _Reject(500, f"upstream setup failed: {type(exc).__name__}")
             )
             return
-        logger.info("pi proxy: streaming %s/%s", model.provider, model.id)
+        proxy_logger.info("pi proxy: streaming %s/%s", model.provider, model.id)
         await exchange.start_response(200, _SSE_HEADERS)
         hung_up = False
         ended = False
@@ -330,7 +328,7 @@ class ProxyServer:
                     failure = f"{type(exc).__name__}: {exc}"
                 nursery.cancel_scope.cancel()
         if hung_up:
-            logger.info("pi proxy: client disconnected; upstream request cancelled")
+            proxy_logger.info("pi proxy: client disconnected; upstream request cancelled")
             return
         if not ended:
             if failure is None and math.isfinite(deadline) and trio.current_time() >= deadline:

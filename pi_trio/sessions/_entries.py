@@ -4,7 +4,7 @@ One entry per thing that happened to a session, each with a ``seq`` that is mono
 session, the ``epoch`` of the holder that wrote it, a ``time`` (Unix milliseconds) and a
 ``version`` of this format. ``data`` is JSON; where it holds a message, a tool call's arguments or
 a tool result, that part is pi's JSON (:func:`pt.to_json`), so a transcript read back is exactly
-what pi would read. The same rows go into every backend (SQLite now, PostgreSQL later).
+what pi would read. The same rows go into every backend (SQLite and PostgreSQL).
 
 Kinds and their ``data``:
 
@@ -28,7 +28,6 @@ Kinds and their ``data``:
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -36,6 +35,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import attrs
 
 from .._errors import SessionLogError, WireFormatError
+from .._logging import sessions_logger
 from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
@@ -60,8 +60,6 @@ __all__ = [
     "result_text",
     "scalar",
 ]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 FORMAT_VERSION: Final = 1
 """The version of the entry format this pi_trio writes and reads (newer ones are refused)."""
@@ -139,10 +137,10 @@ def _default(value: Any) -> Any:
 _ENCODER: Final = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, default=_default, allow_nan=False
 )
-# The C encoder that JSONEncoder.encode builds on every call, built once (a few µs a call on
-# this per-entry path): the same settings, without the circular-reference check, whose
-# markers would be state shared between calls (a self-containing value recurses until
-# RecursionError instead, which the recorder reports the way it reports any unencodable one).
+# The C encoder that JSONEncoder.encode builds on every call, built once for this per-entry
+# path: the same settings, without the circular-reference check, whose markers would be state
+# shared between calls (a self-containing value recurses until RecursionError instead, which
+# the recorder reports the way it reports any unencodable one).
 _C_ENCODER: Final = (
     json.encoder.c_make_encoder(  # type: ignore[attr-defined]
         None, _default, json.encoder.encode_basestring, None, ":", ",", False, False, False
@@ -273,7 +271,7 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
         return encode(note)
     except Exception as exc:  # WireFormatError, RecursionError, a __str__ that raises...
         why = f"not storable in the session log: {type(exc).__name__}: {exc}"
-        logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
+        sessions_logger.error("session %r, entry %d (%s): %s", session_id, note.seq, note.kind, why)
         payload = note.payload
         if isinstance(payload, ToolExecutionEnd):
             result = ToolResult(payload.result.content, details={"unstorable": why})

@@ -20,6 +20,7 @@ import trio
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
+from .._logging import sessions_logger
 from ._backend import Lease, SessionBackend
 from ._entries import read_message
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from ._recorder import SessionRecorder
 
 __all__ = ["LeaseKeeper", "pull_inbox"]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 
 async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRecorder) -> int:
@@ -105,7 +104,7 @@ class LeaseKeeper:
             except Exception as exc:
                 failures += 1
                 # retried every 0.5 s: one warning per outage, the retries at debug level
-                logger.log(
+                sessions_logger.log(
                     logging.WARNING if failures == 1 else logging.DEBUG,
                     "session %r: lease renewal failed (%s); retrying",
                     self.lease.session_id,
@@ -114,7 +113,7 @@ class LeaseKeeper:
                 last = started - self.interval + min(self.interval, 0.5)
                 continue
             if failures:
-                logger.warning(
+                sessions_logger.warning(
                     "session %r: lease renewal works again after %d failures",
                     self.lease.session_id,
                     failures,
@@ -129,7 +128,7 @@ class LeaseKeeper:
             except SessionBusyError:
                 raise
             except Exception as exc:  # tried again at the next renewal: like one, one line
-                logger.warning(
+                sessions_logger.warning(
                     "session %r: moving its inbox failed (%s); trying again at the next renewal",
                     self.lease.session_id,
                     exception_line(exc),

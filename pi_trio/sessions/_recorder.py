@@ -21,7 +21,6 @@ one or two commits, not N.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +60,6 @@ if TYPE_CHECKING:
     from ..agent import Agent, AgentState
 
 __all__ = ["SessionRecorder", "durable_before_tool_call", "settings_json"]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 
 _now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)

@@ -14,7 +14,6 @@ queues. A session whose log cannot be read is logged and left alone until new in
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -23,6 +22,7 @@ import trio
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
+from .._logging import sessions_logger
 from ..agent import Agent
 from ._keeper import pull_inbox
 from ._pg_schema import CHANNEL
@@ -32,8 +32,6 @@ from ._sqlite import new_holder
 from ._store import SessionStore
 
 __all__ = ["serve_sessions"]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 AgentOptions = Mapping[str, Any] | Callable[[str], Mapping[str, Any]]
 
@@ -121,7 +119,9 @@ class _Worker:
                     _log_claim_failure(exc, failures, _retry_delay(poll_interval, failures))
                 else:
                     if failures:
-                        logger.warning("claiming sessions works again after %d failures", failures)
+                        sessions_logger.warning(
+                            "claiming sessions works again after %d failures", failures
+                        )
                     failures = 0
                 for lease in leases:
                     self.running += 1
@@ -147,7 +147,7 @@ class _Worker:
                     task_status.started()
                     task_status = trio.TASK_STATUS_IGNORED
                     if failures:
-                        logger.warning("LISTEN works again after %d failures", failures)
+                        sessions_logger.warning("LISTEN works again after %d failures", failures)
                         failures = 0
                         self.poke()
                     while True:
@@ -160,7 +160,7 @@ class _Worker:
                 failures += 1
                 if failures == 1:  # the claim loop logs the outage itself
                     text = exception_line(exc)
-                    logger.warning("LISTEN failed (%s): polling for work meanwhile", text)
+                    sessions_logger.warning("LISTEN failed (%s): polling for work meanwhile", text)
             task_status.started()
             task_status = trio.TASK_STATUS_IGNORED
             await trio.sleep(_retry_delay(1.0, failures))
@@ -179,9 +179,9 @@ class _Worker:
             async with self.store.open_leased(lease, taken, initial_state, options) as agent:
                 await run_until_idle(self.backend, agent)
         except SessionBusyError as exc:
-            logger.warning("%s", exc)  # its text names the session
+            sessions_logger.warning("%s", exc)  # its text names the session
         except Exception:
-            logger.exception("session %r failed; it stays in the store", session_id)
+            sessions_logger.exception("session %r failed; it stays in the store", session_id)
         finally:
             self.running -= 1
             self.poke()
@@ -226,10 +226,10 @@ def _log_claim_failure(exc: Exception, failures: int, delay: float) -> None:
     """The first failure of a run of them with its traceback, the next ones in one line
     each (the first line of the error's text: the database's own may go on with the query)."""
     if failures == 1:
-        logger.error("claiming sessions failed; retrying in %.3g s", delay, exc_info=exc)
+        sessions_logger.error("claiming sessions failed; retrying in %.3g s", delay, exc_info=exc)
     else:
         text = exception_line(exc)
-        logger.error(
+        sessions_logger.error(
             "claiming sessions failed again (%d in a row): %s; retrying in %.3g s",
             failures,
             text,

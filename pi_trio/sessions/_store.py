@@ -9,7 +9,6 @@ many processes) plug in behind the same :class:`SessionBackend` protocol.
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -22,6 +21,7 @@ import trio
 from .._callbacks import exception_line
 from .._errors import SessionBusyError, SessionLogError
 from .._groups import plain_exception
+from .._logging import sessions_logger
 from ..agent import Agent, AgentState
 from ..events import ToolExecutionEnd, ToolResult
 from ..messages import (
@@ -51,8 +51,6 @@ from ._repair import (
 from ._sqlite import SqliteBackend, new_holder
 
 __all__ = ["SessionStore", "open_session_store"]
-
-logger = logging.getLogger("pi_trio.sessions")
 
 
 class SessionStore:
@@ -213,7 +211,9 @@ class SessionStore:
                             try:
                                 await recorder.flush()
                             except Exception:
-                                logger.exception("session %r: final commit failed", session_id)
+                                sessions_logger.exception(
+                                    "session %r: final commit failed", session_id
+                                )
                     raise
                 else:
                     if agent.is_running:
@@ -252,7 +252,7 @@ class SessionStore:
                     if lease.ttl is not None
                     else "it is free once this process ends"
                 )
-                logger.warning(
+                sessions_logger.warning(
                     "session %r: could not give it back either (%s); %s",
                     lease.session_id,
                     exception_line(exc),

@@ -8,7 +8,8 @@ Installed with the package, for your own test suite::
         await pi_trio.testing.assert_survives_aborts(make_agent, "hi", runs=200)
 
 - :func:`check_transcript` / :func:`assert_transcript_valid`: every tool call answered once
-  before the next assistant message, no orphan results, an aborted run ends "aborted".
+  before the next assistant message, no orphan results, an aborted run ends "aborted"; with
+  ``round_trip=True``, every message unchanged by a round trip through pi's JSON.
 - :func:`check_events` / :func:`assert_events_valid`: the event grammar, per subscriber.
 - :func:`stress`: aborts fresh agents at seeded random moments and checks all of it, plus
   leaked tasks and abort->idle latency; :func:`reproduce` runs one violation again.

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from .._errors import WireFormatError
 from ..messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 
 __all__ = ["STOP_REASONS", "assert_transcript_valid", "check_transcript"]
@@ -22,7 +23,11 @@ _CUT_OFF: Final = ("error", "aborted")
 
 
 def check_transcript(
-    messages: Sequence[AgentMessage], *, aborted: bool = False, may_finish_first: bool = False
+    messages: Sequence[AgentMessage],
+    *,
+    aborted: bool = False,
+    may_finish_first: bool = False,
+    round_trip: bool = False,
 ) -> list[str]:
     """What is wrong with a transcript: one line per problem, an empty list when valid.
 
@@ -32,6 +37,11 @@ def check_transcript(
             transcript must end with an assistant message whose stop reason is "aborted".
         may_finish_first: with ``aborted``, the run may have finished before the abort landed
             (the abort raced the run's end), so a last stop reason of "stop" is accepted too.
+        round_trip: also check that each message comes back unchanged from pi's JSON
+            (:func:`pt.to_json`, then :func:`pt.from_json`): what a session log, an RPC client
+            or pi itself would read. Off by default: it loads the wire converter, and an
+            application's own message types must be registered with it
+            (:func:`pt.register_message_type`).
 
     Checks: every stop reason is one of pi's; each tool call of a completed assistant message
     is answered exactly once, by a result naming the same tool, before the next assistant or
@@ -95,17 +105,41 @@ def check_transcript(
                 f"the run was aborted but its last stop reason is {last.stop_reason!r}, "
                 f"not {' or '.join(repr(reason) for reason in allowed)}"
             )
+    if round_trip:
+        problems += _round_trip_problems(messages)
+    return problems
+
+
+def _round_trip_problems(messages: Sequence[AgentMessage]) -> list[str]:
+    from ..wire import from_json, to_json  # cattrs: loaded only when a round trip is asked for
+
+    problems: list[str] = []
+    for index, message in enumerate(messages):
+        try:
+            data = to_json(message)
+            again = to_json(from_json(data, AgentMessage))
+        except WireFormatError as exc:
+            problems.append(f"message {index}: not readable back from pi's JSON: {exc}")
+            continue
+        if again != data:
+            problems.append(f"message {index}: changes on a round trip through pi's JSON")
     return problems
 
 
 def assert_transcript_valid(
-    messages: Sequence[AgentMessage], *, aborted: bool = False, may_finish_first: bool = False
+    messages: Sequence[AgentMessage],
+    *,
+    aborted: bool = False,
+    may_finish_first: bool = False,
+    round_trip: bool = False,
 ) -> None:
     """:func:`check_transcript`, for tests.
 
     Raises:
         AssertionError: listing every problem found (one per line).
     """
-    problems = check_transcript(messages, aborted=aborted, may_finish_first=may_finish_first)
+    problems = check_transcript(
+        messages, aborted=aborted, may_finish_first=may_finish_first, round_trip=round_trip
+    )
     if problems:
         raise AssertionError("invalid transcript:\n  " + "\n  ".join(problems))

@@ -88,8 +88,8 @@ class AgentTool:
         return self.validator.validate(self.name, arguments)
 
     def run(self, tool_call_id: str, params: Any, on_update: OnUpdate) -> Awaitable[Any]:
-        """The tool's execution, to await at once: an async tool's own coroutine (no frame of
-        this method while it runs), or a sync tool in a worker thread that is abandoned on
+        """The tool's execution, to await at once: an async tool's own coroutine (not wrapped
+        in one of this method), or a sync tool in a worker thread that is abandoned on
         cancel. The awaitable returns what ``execute`` returned and raises what it raised."""
         if self.is_async:
             return self.execute(tool_call_id, params, on_update)  # type: ignore[return-value]

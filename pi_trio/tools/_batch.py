@@ -167,7 +167,7 @@ class ToolBatch:
         self.sequential = sequential
         self._slots = slots
         self.messages: list[ToolResultMessage] = []
-        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, minus 2 calls
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time, looked up once
 
     @property
     def terminate(self) -> bool:

@@ -92,6 +92,39 @@ def test_may_finish_first_accepts_stop_only_when_said() -> None:
     assert check_transcript([user(), answer("error")], aborted=True, may_finish_first=True) != []
 
 
+@attrs.define
+class _Note:
+    """An application's message type that was never registered with the wire converter."""
+
+    text: str
+    role: str = "note"
+
+
+def test_round_trip_finds_messages_pi_s_json_does_not_give_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert check_transcript(VALID, round_trip=True) == []
+    unregistered = [user(), _Note("x"), answer()]
+    assert check_transcript(unregistered) == []  # not looked at without round_trip
+    [problem] = check_transcript(unregistered, round_trip=True)
+    assert problem.startswith("message 1: not readable back from pi's JSON: ")
+
+    reading = pt.wire.from_json
+
+    def lossy(data: object, cls: object) -> object:
+        message = reading(data, cls)
+        if isinstance(message, pt.UserMessage):
+            message.content = [pt.TextContent("changed")]
+        return message
+
+    monkeypatch.setattr(pt.wire, "from_json", lossy)
+    assert check_transcript(VALID, round_trip=True) == [
+        "message 0: changes on a round trip through pi's JSON"
+    ]
+    with pytest.raises(AssertionError, match="changes on a round trip"):
+        assert_transcript_valid(VALID, round_trip=True)
+
+
 def test_assert_transcript_valid_lists_every_problem() -> None:
     with pytest.raises(AssertionError) as caught:
         assert_transcript_valid([user(), result("x"), calls("a"), answer("stop")], aborted=True)
