@@ -1,6 +1,6 @@
 """Instructions per unit of work, counted by callgrind: how code is compared (BENCHMARKS.md).
 
-    .venv/bin/python -m benchmarks.instructions [--only S1,S6] [--runs 1]
+    .venv/bin/python -m benchmarks.instructions [--only S1,S6]
 
 Each figure runs one scenario of :mod:`benchmarks.impl_memory` at two sizes, each in a fresh
 ``python`` under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``, ``gc.disable()``), and

