@@ -94,6 +94,7 @@ def test_transcript_check_finds_what_it_should() -> None:
     assert transcript_violations([user, cut_off]) == []  # never executed: needs no result
 
 
+@pytest.mark.slow  # the benchmark runner's processes
 def test_the_command_prints_the_table_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     args = ["--quick", "--only", "S3,S6", "--impls", "pi_trio,floor", "--json", str(out)]

@@ -24,6 +24,8 @@ from .grammar import assert_event_grammar
 from .support import make_agent
 from .transcript import assert_transcript_valid
 
+pytestmark = pytest.mark.slow  # hundreds of randomly aborted runs per seed
+
 RUNS = 1000
 CHUNKS = 4
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}

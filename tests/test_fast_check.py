@@ -200,6 +200,7 @@ def values_for(schema: Any) -> st.SearchStrategy[Any]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow  # thousands of generated cases
 @given(data=st.data(), schema=schemas, typebox=st.booleans())
 def test_fast_path_agrees_with_the_full_path(
     data: st.DataObject, schema: dict[str, Any], typebox: bool

@@ -14,6 +14,7 @@ import math
 from typing import Any, Literal
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,6 +131,7 @@ def _outcome(run: Any) -> tuple[str, Any]:
         return "error", str(exc)
 
 
+@pytest.mark.slow  # thousands of generated cases
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=classes_and_values())
 def test_fast_path_gives_the_full_paths_structured_result(case: tuple[type, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -82,6 +83,7 @@ def _message(index: int, step: tuple[Any, ...]) -> pt.AssistantMessage:
     abort_after=st.one_of(st.none(), st.floats(0, 8)),
     mode=st.sampled_from(["parallel", "sequential"]),
 )
+@pytest.mark.slow  # hundreds of random runs
 def test_random_runs_keep_grammar_and_transcript(
     script: list[tuple[Any, ...]], abort_after: float | None, mode: str
 ) -> None:

@@ -64,7 +64,9 @@ async def test_every_event_is_applied_before_it_is_delivered() -> None:
     assert ("closing", "") not in sink.log  # a run that ends by itself has no close-out
 
 
-async def test_the_close_out_applies_every_closing_event_before_it_delivers_any() -> None:
+async def test_the_close_out_applies_every_closing_event_before_it_delivers_any(
+    autojump_clock: Any,
+) -> None:
     ctx, cfg, _, _ = loop_setup(SCRIPT)
     sink = LoggingRunSink()
     with trio.move_on_after(1):

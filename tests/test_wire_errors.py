@@ -121,6 +121,7 @@ def _mutate(value: Any, draw: Any) -> Any:
     return draw(json_values)
 
 
+@pytest.mark.slow  # thousands of mutated documents
 @requires_fixtures
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())

@@ -13,6 +13,7 @@ from pi_trio.cli import main
 from ._helpers import Process
 
 
+@pytest.mark.slow  # the demo in a CLI process
 def test_demo_runs_piped_without_terminal_codes_and_exits_0() -> None:
     proc = Process("demo", "--delay", "0.004")
     code = proc.close(timeout=30)
@@ -66,6 +67,7 @@ def test_rpc_over_stdio_prompt_abort_and_malformed_lines() -> None:
     assert messages[-1]["stopReason"] == "aborted"
 
 
+@pytest.mark.slow  # a chat process, interrupted
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
 def test_chat_ctrl_c_aborts_the_run_then_exits_at_the_prompt() -> None:
     proc = Process("chat", "--delay", "0.02")
@@ -141,6 +143,7 @@ def test_proxy_command_listens_on_localhost() -> None:
         proc.close()
 
 
+@pytest.mark.slow  # proxy processes
 @pytest.mark.trio
 async def test_proxy_serves_the_models_it_is_given_registry_or_not() -> None:
     # an Ollama model the registry does not list, on a server that is down: the proxy accepts

@@ -62,6 +62,7 @@ def closed_port() -> int:
     return port
 
 
+@pytest.mark.slow  # the demo in a CLI process
 def test_demo_against_a_server_that_is_down_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     assert main(["demo", "--model", "ollama/qwen3:8b", "--base-url", url]) == 1

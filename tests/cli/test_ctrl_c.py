@@ -16,7 +16,10 @@ import pytest
 
 from ._helpers import Process
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX"),
+    pytest.mark.slow,  # a CLI process per test, interrupted
+]
 
 INTERRUPTED = "pi-trio: interrupted\n"
 

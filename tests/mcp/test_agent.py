@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 import pi_trio as pt
@@ -13,6 +14,8 @@ from pi_trio.providers import faux
 from ..support import make_agent
 from ..transcript import assert_transcript_valid
 from .conftest import STDIO_ARGS, HttpServer, eventually, has_text
+
+pytestmark = pytest.mark.slow  # real MCP server processes
 
 LIMIT = 30
 

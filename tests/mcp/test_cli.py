@@ -6,6 +6,7 @@ import shlex
 import subprocess
 import sys
 
+import pytest
 import trio
 
 import pi_trio as pt
@@ -14,6 +15,8 @@ from pi_trio.providers import faux
 
 from ..support import make_agent, make_scripted_agent
 from .conftest import STDIO_ARGS, HttpServer
+
+pytestmark = pytest.mark.slow  # the CLI and real MCP server processes
 
 LIMIT = 30
 COMMAND = shlex.join([sys.executable, *STDIO_ARGS])

@@ -14,6 +14,8 @@ import pi_trio as pt
 
 from .conftest import HttpServer, eventually, has_text
 
+pytestmark = pytest.mark.slow  # real MCP HTTP servers
+
 LIMIT = 30
 
 

@@ -16,6 +16,8 @@ import pi_trio as pt
 
 from .conftest import STDIO_ARGS, eventually, has_text, pid_alive
 
+pytestmark = pytest.mark.slow  # a real MCP server process per test
+
 LIMIT = 30  # seconds: real subprocesses, so a bound instead of a mock clock
 
 

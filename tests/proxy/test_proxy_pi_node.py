@@ -23,6 +23,8 @@ from pi_trio.providers import faux
 from ._endless import Endless
 from .conftest import TOKEN, StartProxy
 
+pytestmark = pytest.mark.slow  # pi's Node client, installed with npm
+
 PACKAGES = ["@mariozechner/pi-agent-core@0.73.1", "@mariozechner/pi-ai@0.73.1"]
 SCRIPT = Path(__file__).parent / "node" / "pi_stream_proxy.mjs"
 

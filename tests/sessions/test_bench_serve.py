@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks._spec import BY_ID
+
+pytestmark = pytest.mark.slow  # the S9 benchmark's worker processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

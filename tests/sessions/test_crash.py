@@ -19,11 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import pi_trio as pt
 from pi_trio.sessions import PROCESS_STOPPED_TEXT
 from pi_trio.testing import check_transcript
 
 from . import _crash_child as child
+
+pytestmark = pytest.mark.slow  # real processes killed with SIGKILL at random moments
 
 KILLS = int(os.environ.get("PI_TRIO_CRASH_KILLS", "200"))
 SEED = 20261201

@@ -114,6 +114,7 @@ async def test_a_lease_that_expired_is_lost_even_before_anyone_takes_it(
         assert [e.seq for e in await store.load("s")] == [1]
 
 
+@pytest.mark.slow  # waits through lease renewals
 async def test_the_block_renews_its_lease_and_stops_when_it_loses_it(postgres_url: str) -> None:
     started = trio.Event()
 
@@ -209,6 +210,7 @@ async def test_an_append_waits_for_a_takeover_in_flight_and_then_writes_nothing(
         assert await store.load("s") == []
 
 
+@pytest.mark.slow  # waits out a lease
 async def test_a_holder_that_waited_for_the_session_keeps_its_whole_lease(
     postgres_url: str,
 ) -> None:

@@ -7,10 +7,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 import pi_trio as pt
 from pi_trio.testing import check_transcript
+
+pytestmark = pytest.mark.slow  # several processes sharing a store file
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,6 +23,8 @@ from pi_trio.testing import check_transcript
 
 from .conftest import Raw
 
+pytestmark = pytest.mark.slow  # worker processes and several workers on PostgreSQL
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

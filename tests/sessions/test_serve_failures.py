@@ -18,6 +18,8 @@ from pi_trio.providers import faux
 from ._helpers import IDLE, answering_options, calls, make_tool, until
 from .conftest import Raw
 
+pytestmark = pytest.mark.slow  # workers through database outages
+
 
 def _claim_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage().startswith("claiming sessions")]

@@ -14,6 +14,8 @@ import pi_trio as pt
 from ._helpers import IDLE, answering_options, until
 from .conftest import Raw
 
+pytestmark = pytest.mark.slow  # a worker whose LISTEN connection is killed
+
 _LISTENERS = (
     "SELECT pid FROM pg_stat_activity WHERE starts_with(query, 'LISTEN ') "
     "AND datname = current_database() AND pid <> pg_backend_pid()"

@@ -18,6 +18,8 @@ from pi_trio.testing import StressProgress
 
 from ..cli._helpers import ROOT, env_without_keys
 
+pytestmark = pytest.mark.slow  # stress runs of hundreds of aborts, in a CLI process
+
 LEAKY = """
 import trio
 import pi_trio as pt
