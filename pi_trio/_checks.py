@@ -17,6 +17,7 @@ __all__ = [
     "callable_or_none",
     "count_or_none",
     "hook_field",
+    "instance_of",
     "non_negative_seconds",
     "one_of",
     "positive_or_none",
@@ -27,7 +28,10 @@ Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
 def describe(value: object) -> str:
-    """How an error message shows a value it refuses: ``0``, ``'x'``, ``a list``."""
+    """How an error message shows a value it refuses: ``0``, ``'x'`` (cut at 60 characters),
+    ``a list``."""
+    if isinstance(value, str) and len(value) > 60:
+        return repr(value[:57] + "...")
     if value is None or isinstance(value, bool | int | float | str):
         return repr(value)
     return f"a {type(value).__name__}"
@@ -63,6 +67,20 @@ def one_of(*choices: str) -> Validator:
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in choices:
             raise ValueError(f"{attribute.name} must be one of {shown}, got {describe(value)}")
+
+    return check
+
+
+def instance_of(cls: type, what: str) -> Validator:
+    """An instance of ``cls`` (described as ``what``, e.g. "a pt.StreamOptions").
+
+    Raises:
+        TypeError: anything else.
+    """
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, cls):
+            raise TypeError(f"{attribute.name} must be {what}, got {describe(value)}")
 
     return check
 

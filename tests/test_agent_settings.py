@@ -3,6 +3,7 @@ attribute of the agent over it, and a bad value refused where it is set."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 from typing import Any
@@ -133,3 +134,100 @@ async def test_a_bad_steering_policy_does_not_wedge_the_agent() -> None:
     await agent.prompt("hi")
     assert not agent.is_running
     await agent.prompt("again")
+
+
+# --- what a settings record may not do: drop or take a recorder, hide under a subclass --------
+
+
+class _Recorder:
+    """A pt.Recorder that keeps nothing."""
+
+    def record(self, event: pt.AgentEvent) -> bool:
+        return False
+
+    async def flush(self) -> None:
+        pass
+
+    def queued(self, kind: str, message: pt.AgentMessage) -> None:
+        pass
+
+    def cleared(self, kind: str) -> None:
+        pass
+
+
+def test_a_new_record_keeps_the_recorder_and_never_takes_another_agents() -> None:
+    recorder = _Recorder()
+    durable = pt.Agent(recorder=recorder, max_turns=3)
+    with pytest.raises(ValueError, match="would drop this agent's recorder"):
+        durable.settings = pt.AgentSettings(max_turns=5)
+    plain = pt.Agent()
+    with pytest.raises(ValueError, match="carry another recorder"):
+        plain.settings = durable.settings  # a recorder serves one agent
+    assert durable.recorder is recorder and plain.recorder is None
+    durable.settings = durable.settings.evolve(max_turns=5)  # evolve keeps it
+    assert (durable.recorder, durable.max_turns) == (recorder, 5)
+    plain.settings = durable.settings.evolve(recorder=None)
+    durable.recorder = None  # detached on purpose
+    assert durable.recorder is None and durable.max_turns == plain.max_turns == 5
+
+
+async def test_the_recorder_changes_between_runs_only(autojump_clock: Any) -> None:
+    agent = make_agent([sleeps(1), faux.assistant_message("done")])
+    recorder = _Recorder()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(agent.prompt, "go")
+        with pytest.raises(pt.AgentBusyError, match="recorder cannot change during a run"):
+            agent.recorder = recorder
+    agent.recorder = recorder
+    assert agent.recorder is recorder
+    with pytest.raises(TypeError, match=r"recorder must be a pt.Recorder"):
+        agent.recorder = object()  # type: ignore[assignment]
+
+
+def test_a_subclass_may_not_hide_an_option() -> None:
+    with pytest.raises(TypeError, match="Sequential defines tool_execution, the name of a"):
+
+        class Sequential(pt.Agent):
+            tool_execution = "sequential"
+
+    with pytest.raises(TypeError, match=r"super\(\).__init__\(..., before_tool_call=...\)"):
+
+        class Checking(pt.Agent):
+            async def before_tool_call(self, context: Any) -> None:
+                return None
+
+    class Fine(pt.Agent):
+        def __init__(self) -> None:
+            super().__init__(tool_execution="sequential")
+            self.max_turns = 3
+
+    assert (Fine().tool_execution, Fine().max_turns) == ("sequential", 3)
+
+
+def test_an_option_set_before_init_says_so() -> None:
+    class Early(pt.Agent):
+        def __init__(self) -> None:
+            self.max_turns = 3
+            super().__init__()
+
+    with pytest.raises(AttributeError, match=r"Agent.__init__ has not run"):
+        Early()
+
+
+def test_an_agent_cannot_be_copied() -> None:
+    agent = make_agent([])
+    for copier in (copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match=r"a pt.Agent cannot be copied"):
+            copier(agent)
+
+
+def test_the_loop_config_names_what_it_refuses() -> None:
+    model = pt.get_model("faux", "faux-1")
+    with pytest.raises(TypeError, match=r"^model must be a pt.Model .*got 'faux/faux-1'$"):
+        pt.AgentLoopConfig("faux/faux-1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^stream_options must be a pt.StreamOptions or None"):
+        pt.AgentLoopConfig(model, stream_options={"temperature": 0})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^finish_turn must be a function .*got 'end'$"):
+        pt.AgentLoopConfig(model, finish_turn="end")  # type: ignore[arg-type]
+    assert pt.AgentLoopConfig(model, stream_options=None).stream_options == pt.StreamOptions()
+    assert pt.Agent(stream_options=None).stream_options == pt.StreamOptions()

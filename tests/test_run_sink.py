@@ -13,7 +13,7 @@ import trio.testing
 import pi_trio as pt
 
 from .grammar import check_events
-from .support import PROMPT, calls, loop_setup, sleeps
+from .support import PROMPT, calls, loop_setup, make_agent, sleeps
 from .transcript import assert_transcript_valid
 
 SCRIPT = [sleeps(10), pt.faux.assistant_message("done")]
@@ -132,7 +132,6 @@ async def test_a_scope_cannot_serve_two_runs() -> None:
 
 
 async def test_an_agent_passes_the_scope_abort_cancels(autojump_clock: Any) -> None:
-    from .support import make_agent
 
     agent = make_agent(SCRIPT)
     async with trio.open_nursery() as nursery:
@@ -220,3 +219,118 @@ async def test_a_sink_with_a_deliver_and_a_closing_attribute_is_sent_to_and_clos
     assert sink.events[-1].type == "agent_end"
     assert ctx.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert (sink.deliver, sink.closing) == ("by hand", False)
+
+
+# --- a sink that fails in apply or closing, half a RunSink, a misused scope ------------------
+
+
+class ApplyFails(LoggingRunSink):
+    """Fails to apply one kind of event (its ``apply`` raises ``error``)."""
+
+    def __init__(self, kind: str, error: BaseException) -> None:
+        super().__init__()
+        self.kind, self.error = kind, error
+
+    def apply(self, event: pt.AgentEvent) -> None:
+        super().apply(event)
+        if event.type == self.kind:
+            raise self.error
+
+
+@pytest.mark.parametrize(
+    "kind", ["agent_start", "message_start", "tool_execution_start", "tool_execution_end"]
+)
+async def test_a_sink_whose_apply_raises_ends_the_run_in_error_with_everything_delivered(
+    kind: str, autojump_clock: Any
+) -> None:
+    ctx, cfg, _, _ = loop_setup(ECHO_SCRIPT)
+    sink = ApplyFails(kind, ValueError("apply broke"))
+    messages = await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    assert messages[-1].error_message == "ValueError: apply broke"  # type: ignore[union-attr]
+    assert_transcript_valid(ctx.messages)
+    assert check_events(sink.delivered) == []  # the failing event too, then pi's shape
+    assert kind in [event.type for event in sink.delivered]
+
+
+async def test_a_ctrl_c_from_a_sinks_apply_leaves_a_valid_run() -> None:
+    ctx, cfg, _, _ = loop_setup(ECHO_SCRIPT)
+    sink = ApplyFails("tool_execution_start", KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    assert_transcript_valid(ctx.messages, aborted=True)
+    assert check_events(sink.delivered) == []
+
+
+async def test_a_recorder_whose_record_raises_ends_the_agents_run_in_error() -> None:
+    class Broken:
+        def record(self, event: pt.AgentEvent) -> bool:
+            if event.type == "tool_execution_end":
+                raise OSError("disk full")
+            return False
+
+        async def flush(self) -> None:
+            pass
+
+        def queued(self, kind: str, message: pt.AgentMessage) -> None:
+            pass
+
+        def cleared(self, kind: str) -> None:
+            pass
+
+    agent = make_agent(ECHO_SCRIPT, recorder=Broken())
+    seen: list[pt.AgentEvent] = []
+    agent.subscribe(seen.append)
+    await agent.prompt("go")
+    assert agent.state.error_message == "OSError: disk full"
+    assert_transcript_valid(agent.state.messages)
+    assert check_events(seen) == [] and seen[-1].type == "agent_end"
+
+
+async def test_a_sink_whose_closing_raises_still_gets_the_closing_events(
+    autojump_clock: Any,
+) -> None:
+    class ClosingFails(LoggingRunSink):
+        def closing(self) -> None:
+            super().closing()
+            raise RuntimeError("closing broke")
+
+    ctx, cfg, _, _ = loop_setup(SCRIPT)
+    sink = ClosingFails()
+    with trio.move_on_after(1) as deadline:  # the caller's Cancelled still reaches its scope
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink)
+    assert deadline.cancelled_caught
+    assert sink.delivered[-1].type == "agent_end"
+    assert check_events(sink.delivered) == []
+    assert_transcript_valid(ctx.messages, aborted=True)
+
+
+async def test_half_a_run_sink_is_refused_not_half_used() -> None:
+    class SendAndApply:
+        async def send(self, event: pt.AgentEvent) -> None:
+            pass
+
+        def apply(self, event: pt.AgentEvent) -> None:
+            pass
+
+    ctx, cfg, _, _ = loop_setup(ECHO_SCRIPT)
+    with pytest.raises(TypeError, match=r"has apply\(\) but not deliver_nowait\(\) and closing"):
+        await pt.run_agent_loop(PROMPT, ctx, cfg, SendAndApply())
+    assert ctx.messages == []
+
+
+async def test_a_misused_cancel_scope_is_named() -> None:
+    ctx, cfg, sink, _ = loop_setup(ECHO_SCRIPT)
+    with pytest.raises(TypeError, match=r"cancel_scope must be a fresh trio\.CancelScope"):
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink, cancel_scope=object())  # type: ignore[arg-type]
+    with (
+        trio.CancelScope() as entered,
+        pytest.raises(RuntimeError, match="was entered already") as caught,
+    ):
+        await pt.run_agent_loop(PROMPT, ctx, cfg, sink, cancel_scope=entered)
+    assert "single 'with' block" in str(caught.value.__cause__)
+    assert ctx.messages == [] and sink.events == []
+
+
+def test_a_memory_channel_is_an_event_sink() -> None:
+    send, _ = trio.open_memory_channel[pt.AgentEvent](0)
+    assert isinstance(send, pt.EventSink) and not isinstance(send, pt.RunSink)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import NoReturn, cast
 
 import attrs
 import trio
@@ -38,9 +38,10 @@ from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._loop_config import loop_config
+from ._options import AgentOptions
 from ._queues import Queues
 from ._recorder import Recorder, log_flush_failure
-from ._settings import AgentSettings, SettingField
+from ._settings import AgentSettings
 from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 from ._tasks import inside
@@ -56,7 +57,7 @@ from ._texts import (
 __all__ = ["Agent", "Listener"]
 
 
-class Agent:
+class Agent(AgentOptions):
     """A stateful agent: transcript, tools, queues, subscribers, one abort scope.
 
     The keyword options are those of :class:`pt.AgentSettings` (hooks, queue modes, tool
@@ -126,56 +127,27 @@ class Agent:
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self._delivery = Delivery(self._state)
         self._queues = Queues(self._delivery)
-        self.settings = settings
+        self._use(settings)
         self._scope: trio.CancelScope | None = None
         self._run_task: trio.lowlevel.Task | None = None
         self._outer_nurseries: tuple[trio.Nursery, ...] = ()
         self._idle: trio.Event | None = None
 
-    # --- settings ----------------------------------------------------------------------------
-
-    @property
-    def settings(self) -> AgentSettings:
-        """Every option of this agent, as one record; assign a new one to change them (the
-        next run takes it; the queue modes and the recorder apply at once)."""
-        return self._settings
-
-    @settings.setter
-    def settings(self, settings: AgentSettings) -> None:
-        if not isinstance(settings, AgentSettings):
-            raise TypeError(
-                f"settings must be a pt.AgentSettings, got a {type(settings).__name__} "
-                "(agent.settings.evolve(option=value) makes one)"
-            )
-        self._settings = settings
+    def _use(self, settings: AgentSettings) -> None:
+        super()._use(settings)
         self._delivery.recorder = settings.recorder
         self._queues.steering.mode = settings.steering_mode
         self._queues.follow_ups.mode = settings.follow_up_mode
 
-    convert_to_llm = SettingField[ConvertToLlm | None]()
-    transform_context = SettingField[TransformContext | None]()
-    stream_fn = SettingField[StreamFn | None]()
-    get_api_key = SettingField[GetApiKey | None]()
-    before_tool_call = SettingField[BeforeToolCall | None]()
-    after_tool_call = SettingField[AfterToolCall | None]()
-    should_stop_after_turn = SettingField[ShouldStopAfterTurn | None]()
-    steering_mode = SettingField[QueueMode]()
-    follow_up_mode = SettingField[QueueMode]()
-    tool_execution = SettingField[ToolExecution]()
-    session_id = SettingField[str | None]()
-    stream_options = SettingField[StreamOptions]()
-    close_timeout = SettingField[float]()
-    recorder = SettingField[Recorder | None]()
-    max_parallel_tools = SettingField[int | None]()
-    tool_timeout = SettingField[float | None]()
-    steering_policy = SettingField[SteeringPolicy]()
-    max_turns = SettingField[int | None]()
-    max_tool_calls = SettingField[int | None]()
-    max_total_tokens = SettingField[int | None]()
-    max_cost = SettingField[float | None]()
-    finish_turn = SettingField[FinishTurn | None]()
-    prepare_request = SettingField[PrepareRequest | None]()
-    prepare_next_turn = SettingField[PrepareNextTurn | None]()
+    def __copy__(self) -> NoReturn:
+        raise TypeError(
+            "a pt.Agent cannot be copied: the copy would share its transcript, queues and "
+            "subscribers. Make another: pt.Agent(attrs.evolve(agent.state)), then "
+            "other.settings = agent.settings.evolve(recorder=None)"
+        )
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        self.__copy__()
 
     # --- state and queues --------------------------------------------------------------------
 

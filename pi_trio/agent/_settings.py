@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import operator
-from typing import Any, Generic, Protocol, TypeVar, final, overload
+from typing import Any, final
 
 import attrs
 
 from .._checks import (
     count_or_none,
     hook_field,
+    instance_of,
     non_negative_seconds,
     one_of,
     positive_or_none,
@@ -31,7 +31,7 @@ from ..tools import AfterToolCall, BeforeToolCall
 from ._inbox import QueueMode
 from ._recorder import Recorder
 
-__all__ = ["AgentSettings", "HasSettings", "SettingField"]
+__all__ = ["SETTING_NAMES", "AgentSettings", "recorder_change_problem"]
 
 _DEFAULT_OPTIONS = StreamOptions()  # shared by every agent: StreamOptions is frozen
 
@@ -61,7 +61,8 @@ class AgentSettings:
     option is also an attribute of the agent (``agent.max_turns = 5`` replaces the record the
     same way). Every value is checked where it is set, so a bad one raises there, not at the
     next prompt. A run takes the settings it starts with; a change during a run is for the
-    next one (the queues' modes and the recorder take effect at once).
+    next one (the queues' modes take effect at once). A new record may not drop the agent's
+    recorder nor carry another agent's: ``agent.recorder = ...`` changes it, between runs.
 
     Hooks (``convert_to_llm``, ``transform_context``, ``get_api_key``, ``before_tool_call``,
     ``after_tool_call``, ``should_stop_after_turn``, and pi 1.x's ``finish_turn``,
@@ -98,7 +99,7 @@ class AgentSettings:
     stream_options: StreamOptions = attrs.field(
         default=_DEFAULT_OPTIONS,
         converter=_options,
-        validator=attrs.validators.instance_of(StreamOptions),
+        validator=instance_of(StreamOptions, "a pt.StreamOptions or None"),
     )
     close_timeout: float = attrs.field(default=5.0, validator=non_negative_seconds)
     recorder: Recorder | None = attrs.field(default=None, validator=_recorder)
@@ -125,38 +126,21 @@ class AgentSettings:
         return attrs.evolve(self, **changes)
 
 
-class HasSettings(Protocol):
-    """What a :class:`SettingField` is an attribute of (``pt.Agent``)."""
-
-    @property
-    def settings(self) -> AgentSettings: ...
-
-    @settings.setter
-    def settings(self, settings: AgentSettings) -> None: ...
+SETTING_NAMES = frozenset(field.name for field in attrs.fields(AgentSettings))
 
 
-T = TypeVar("T")
-
-
-class SettingField(Generic[T]):
-    """An attribute that is one field of its owner's ``settings``: reading it reads the
-    record, assigning it replaces the record with that field changed (checked at once)."""
-
-    __slots__ = ("_name", "_read")
-
-    def __set_name__(self, owner: type[Any], name: str) -> None:
-        self._name = name
-        self._read = operator.attrgetter(name)
-
-    @overload
-    def __get__(self, owner: None, owner_type: type[Any]) -> SettingField[T]: ...
-    @overload
-    def __get__(self, owner: HasSettings, owner_type: type[Any]) -> T: ...
-    def __get__(self, owner: HasSettings | None, owner_type: type[Any]) -> T | SettingField[T]:
-        if owner is None:
-            return self
-        value: T = self._read(owner.settings)
-        return value
-
-    def __set__(self, owner: HasSettings, value: T) -> None:
-        owner.settings = owner.settings.evolve(**{self._name: value})
+def recorder_change_problem(current: Recorder | None, new: Recorder | None) -> str | None:
+    """Why a replacement settings record may not change the recorder (None: it may not, and
+    does not). A durable session's recorder must not be dropped, nor another agent's taken, by
+    replacing a whole record; ``agent.recorder = ...`` changes it on purpose."""
+    if new is current:
+        return None
+    if new is None:
+        return (
+            "the new settings would drop this agent's recorder (a durable session's, say): keep "
+            "it with agent.settings.evolve(...), or detach it on purpose with agent.recorder = None"
+        )
+    return (
+        "the new settings carry another recorder (another agent's?): a recorder serves one "
+        "agent; set agent.recorder = ... on purpose, between runs"
+    )

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final
 
 import attrs
 import trio
 
 from .._checks import (
-    callable_or_none,
     count_or_none,
-    hook_field,
+    describe,
+    instance_of,
     non_negative_seconds,
     one_of,
     positive_or_none,
@@ -139,6 +139,23 @@ PrepareNextTurn: TypeAlias = Callable[
 ]
 
 
+_HOOK_NAMES = (
+    "convert_to_llm", "transform_context", "get_api_key", "should_stop_after_turn",
+    "get_steering_messages", "get_follow_up_messages", "before_tool_call", "after_tool_call",
+    "stream_fn", "steering_signal", "finish_turn", "prepare_request", "prepare_next_turn",
+)  # fmt: skip
+
+
+def _options_or_default(options: StreamOptions | None) -> StreamOptions:
+    return StreamOptions() if options is None else options
+
+
+def _hook() -> Any:
+    """A keyword-only hook field (checked all at once in ``__attrs_post_init__``: one call per
+    run, not one per hook)."""
+    return attrs.field(default=None, kw_only=True)
+
+
 @final
 @attrs.frozen
 class AgentLoopConfig:
@@ -182,21 +199,24 @@ class AgentLoopConfig:
         ValueError: a setting out of range (each message names it and what it takes).
     """
 
-    model: Model = attrs.field(validator=attrs.validators.instance_of(Model))
-    convert_to_llm: ConvertToLlm | None = attrs.field(default=None, validator=callable_or_none)
-    transform_context: TransformContext | None = hook_field()
-    get_api_key: GetApiKey | None = hook_field()
-    should_stop_after_turn: ShouldStopAfterTurn | None = hook_field()
-    get_steering_messages: GetMessages | None = hook_field()
-    get_follow_up_messages: GetMessages | None = hook_field()
+    model: Model = attrs.field(validator=instance_of(Model, "a pt.Model (pt.get_model(...))"))
+    convert_to_llm: ConvertToLlm | None = None
+    transform_context: TransformContext | None = _hook()
+    get_api_key: GetApiKey | None = _hook()
+    should_stop_after_turn: ShouldStopAfterTurn | None = _hook()
+    get_steering_messages: GetMessages | None = _hook()
+    get_follow_up_messages: GetMessages | None = _hook()
     tool_execution: ToolExecution = attrs.field(
         default="parallel", kw_only=True, validator=one_of("parallel", "sequential")
     )
-    before_tool_call: BeforeToolCall | None = hook_field()
-    after_tool_call: AfterToolCall | None = hook_field()
-    stream_fn: StreamFn | None = hook_field()
+    before_tool_call: BeforeToolCall | None = _hook()
+    after_tool_call: AfterToolCall | None = _hook()
+    stream_fn: StreamFn | None = _hook()
     stream_options: StreamOptions = attrs.field(
-        kw_only=True, factory=StreamOptions, validator=attrs.validators.instance_of(StreamOptions)
+        kw_only=True,
+        factory=StreamOptions,
+        converter=_options_or_default,
+        validator=instance_of(StreamOptions, "a pt.StreamOptions or None"),
     )
     close_timeout: float = attrs.field(default=5.0, kw_only=True, validator=non_negative_seconds)
     max_parallel_tools: int | None = attrs.field(
@@ -208,12 +228,24 @@ class AgentLoopConfig:
     steering_policy: SteeringPolicy = attrs.field(
         default="after_batch", kw_only=True, validator=one_of("after_batch", "at_tool_boundary")
     )
-    steering_signal: Callable[[], trio.Event] | None = hook_field()
-    finish_turn: FinishTurn | None = hook_field()
-    prepare_request: PrepareRequest | None = hook_field()
-    prepare_next_turn: PrepareNextTurn | None = hook_field()
+    steering_signal: Callable[[], trio.Event] | None = _hook()
+    finish_turn: FinishTurn | None = _hook()
+    prepare_request: PrepareRequest | None = _hook()
+    prepare_next_turn: PrepareNextTurn | None = _hook()
 
     def __attrs_post_init__(self) -> None:
+        hooks = (
+            self.convert_to_llm, self.transform_context, self.get_api_key,
+            self.should_stop_after_turn, self.get_steering_messages, self.get_follow_up_messages,
+            self.before_tool_call, self.after_tool_call, self.stream_fn, self.steering_signal,
+            self.finish_turn, self.prepare_request, self.prepare_next_turn,
+        )  # fmt: skip
+        for name, hook in zip(_HOOK_NAMES, hooks, strict=True):
+            if hook is not None and not callable(hook):
+                raise TypeError(
+                    f"{name} must be a function (or an async function) or None, "
+                    f"got {describe(hook)}"
+                )
         if self.steering_policy == "at_tool_boundary" and not callable(self.steering_signal):
             raise ValueError(
                 'steering_policy="at_tool_boundary" needs steering_signal (a function returning '

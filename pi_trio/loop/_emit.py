@@ -124,7 +124,12 @@ class Emitter:
         """An event that was applied but whose delivery a cancellation cut short."""
 
     def apply(self, event: AgentEvent) -> None:
-        """State first: advance the transcript for ``event``, then the sink's own state."""
+        """State first: advance the transcript for ``event``, then the sink's own state.
+
+        A sink whose ``apply`` raises ends the run with stop_reason "error": the failure is
+        noted here, and the event is still delivered (the transcript has it) before the run
+        fails. A ``KeyboardInterrupt`` from it leaves the event to the close-out's delivery.
+        """
         cls = type(event)
         if cls is MessageUpdate:
             self.transcript.open = event.message  # type: ignore[union-attr]  # a new partial
@@ -132,14 +137,23 @@ class Emitter:
             self.transcript.end(event.message)  # type: ignore[union-attr]
         elif cls is MessageStart:
             self.transcript.start(event.message)  # type: ignore[union-attr]
-        self._sink_apply(event)
+        try:
+            self._sink_apply(event)
+        except Exception as exc:
+            self.note_failure(exc)
+        except BaseException:
+            self.interrupted = event
+            raise
 
     def record_after_end(self, message: AssistantMessage) -> None:
         """Add ``message`` after ``agent_end`` (the sink failed on it): to the transcript and
         the sink's state, delivered to nobody (the run's new messages were handed out with
         ``agent_end`` already)."""
         self.transcript.messages.append(message)
-        self._sink_apply(MessageEnd(message))
+        try:
+            self._sink_apply(MessageEnd(message))
+        except Exception as exc:
+            log_failure(loop_logger, ERROR, exc, "the sink's apply failed after agent_end")
 
     def emit_nowait(self, event: AgentEvent) -> Awaitable[None] | None:
         """Apply ``event``, then deliver it as far as that goes without waiting.
@@ -158,7 +172,7 @@ class Emitter:
             self._cut_short(event)
             raise
         if pending is None:
-            return None
+            return None if self.failure is None else self.fail(self.failure)
         return self._finish(event, pending)
 
     async def emit(self, event: AgentEvent) -> None:
@@ -176,6 +190,8 @@ class Emitter:
         except BaseException:
             self._cut_short(event)
             raise
+        if self.failure is not None:  # the sink's apply failed on this event
+            await self.fail(self.failure)
 
     def _cut_short(self, event: AgentEvent) -> None:
         # a tool's progress cut short (by the tool's own timeout too) is not sent again: the
@@ -206,11 +222,13 @@ class Emitter:
         None when the stream stopped without one).
 
         The stream's start is a ``message_start`` (a second start replaces the first partial);
-        each content event is a ``message_update`` (pi ignores those before the start). The
-        update's delivery is :meth:`emit_nowait`'s, written out in the loop: a call per
-        streamed delta is 13% of S6's instructions per delta. :meth:`relay_plainly` is the
-        plain form, and a test checks both give the same events and state. On cancellation
-        the transcript's open message is the partial, and ``Cancelled`` propagates.
+        each content event is a ``message_update`` (pi ignores those before the start). An
+        update of the partial already open changes no state: its delivery is
+        :meth:`emit_nowait`'s, written out in the loop (a call per streamed delta is 13% of
+        S6's instructions per delta); any other goes through :meth:`emit`.
+        :meth:`relay_plainly` is the plain form, and a test checks both give the same events
+        and state. On cancellation the transcript's open message is the partial, and
+        ``Cancelled`` propagates.
         """
         transcript = self.transcript
         deliver = self._deliver
@@ -224,8 +242,9 @@ class Emitter:
                 update.message = partial = event.partial  # type: ignore[union-attr]
                 update.assistant_message_event = event
                 update.seq = None
-                if partial is not open_message:
-                    self.apply(update)
+                if partial is not open_message:  # a new partial to apply: the plain path
+                    await self.emit(update)
+                    continue
                 try:
                     pending = deliver(update)
                 except Exception as exc:
@@ -257,6 +276,19 @@ class Emitter:
                 return event
         return None
 
+    def _tell_closing(self) -> BaseException | None:
+        """Tell a RunSink the close-out begins. Its failure is logged (the closing events
+        still go out); a ``KeyboardInterrupt`` is returned, to raise once they are out."""
+        if not is_run_sink(self._sink):
+            return None
+        try:
+            self._sink.closing()
+        except Exception as exc:
+            log_failure(loop_logger, ERROR, exc, "the sink's closing() failed")
+        except BaseException as exc:
+            return exc
+        return None
+
     async def close(self, events: list[AgentEvent]) -> None:
         """Deliver a run's closing events, already applied, within ``close_timeout``.
 
@@ -276,10 +308,8 @@ class Emitter:
             events.insert(0, interrupted)
         if not events:
             return
-        if is_run_sink(self._sink):
-            self._sink.closing()
+        held = self._tell_closing()
         deadline: float | None = None
-        held: BaseException | None = None
         for event in events:
             expired = False
             for _ in range(_MAX_RESUMES):

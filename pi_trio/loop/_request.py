@@ -28,7 +28,7 @@ def _specs(tools: Sequence[AgentTool]) -> tuple[Tool, ...]:
 
 
 @final
-@attrs.frozen
+@attrs.define  # a record the run replaces, never changes (define: frozen's __init__ is dearer)
 class TurnSetup:
     """What the run's next requests are made of: the context the hooks see (its system prompt
     and tools), the model and its options. A run starts from its config's and

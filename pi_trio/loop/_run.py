@@ -118,24 +118,34 @@ class _Run:
         """pi's ``runAgentLoop``: the prompts in the first turn, then :meth:`_loop`; inside the
         run's cancel scope, which a failure cancels (absorbed here once the run is closed)."""
         emitter = self.emitter
-        with emitter.scope:
-            try:
-                self.transcript.take(prompts or ())
-                await emitter.emit(AgentStart())
-                await self._start_turn(None, pending=False)
-                await self._announce_taken()
-                await self._loop()
-            except BaseException as exc:
-                # Cancelled (an abort, the caller's deadline, a failure), a KeyboardInterrupt,
-                # or a bug: close the run, then let it out, plain
-                if isinstance(exc, Exception):
-                    emitter.note_failure(exc)
-                await self._close()
-                if isinstance(exc, BaseExceptionGroup):
-                    raise plain_exception(exc) from None
+        entered = False
+        try:
+            with emitter.scope:
+                entered = True
+                try:
+                    self.transcript.take(prompts or ())
+                    await emitter.emit(AgentStart())
+                    await self._start_turn(None, pending=False)
+                    await self._announce_taken()
+                    await self._loop()
+                except BaseException as exc:
+                    # Cancelled (an abort, the caller's deadline, a failure), a KeyboardInterrupt
+                    # or a bug: close the run, then let it out, plain
+                    if isinstance(exc, Exception):
+                        emitter.note_failure(exc)
+                    await self._close()
+                    if isinstance(exc, BaseExceptionGroup):
+                        raise plain_exception(exc) from None
+                    raise
+                if emitter.failure is not None:  # its cancellation was swallowed by a callback
+                    await self._close()
+        except RuntimeError as exc:
+            if entered:
                 raise
-            if emitter.failure is not None:  # a failure whose cancellation a callback swallowed
-                await self._close()
+            raise RuntimeError(
+                "cancel_scope= takes a fresh trio.CancelScope, which the run enters: this one "
+                "was entered already (a scope serves one run)"
+            ) from exc
         return self.transcript.new_messages
 
     async def _loop(self) -> None:
@@ -359,4 +369,9 @@ def run(
 ) -> Coroutine[Any, Any, list[AgentMessage]]:
     """The loop on ``context`` (``prompts`` first, or continue when None), to await; see
     :func:`pi_trio.run_agent_loop`. A plain function: no frame of its own while it runs."""
+    if cancel_scope is not None and not isinstance(cancel_scope, trio.CancelScope):
+        raise TypeError(
+            "cancel_scope must be a fresh trio.CancelScope (the run enters it; cancel it to "
+            f"abort the run), got a {type(cancel_scope).__name__}"
+        )
     return _Run(context, config, sink, cancel_scope).execute(prompts)

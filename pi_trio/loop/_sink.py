@@ -6,7 +6,7 @@ the loop as a :class:`RunSink`. Nothing else about a sink is looked up.
 
 from __future__ import annotations
 
-import weakref
+import functools
 from collections.abc import Awaitable
 from typing import Protocol, TypeGuard, runtime_checkable
 
@@ -15,6 +15,7 @@ from ..events import AgentEvent
 __all__ = ["EventSink", "RunSink", "is_run_sink"]
 
 
+@runtime_checkable
 class EventSink(Protocol):
     """Where the loop sends its events: a ``trio.MemorySendChannel`` or anything alike.
 
@@ -65,14 +66,31 @@ class RunSink(EventSink, Protocol):
         ...
 
 
-_RUN_SINK_CLASSES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+@runtime_checkable
+class _KeepsState(Protocol):
+    def apply(self, event: AgentEvent, /) -> None: ...
 
 
 def is_run_sink(sink: EventSink) -> TypeGuard[RunSink]:
-    """Whether ``sink``'s class has :class:`RunSink`'s methods. Remembered per class: a
-    Protocol's ``issubclass`` walks its members each time (~80k instructions on 3.11)."""
-    cls = type(sink)
-    known = _RUN_SINK_CLASSES.get(cls)
-    if known is None:
-        known = _RUN_SINK_CLASSES[cls] = issubclass(cls, RunSink)
-    return known
+    """Whether ``sink``'s class has :class:`RunSink`'s methods.
+
+    Raises:
+        TypeError: it has ``apply`` but not the other two (a sink with state of its own is a
+            RunSink whole; half of one would have its ``apply`` silently ignored).
+    """
+    return _is_run_sink_class(type(sink))
+
+
+@functools.lru_cache(maxsize=256)
+def _is_run_sink_class(cls: type) -> bool:
+    """Remembered per class: a Protocol's ``issubclass`` walks its members each time (~80k
+    instructions on 3.11)."""
+    if issubclass(cls, RunSink):
+        return True
+    if issubclass(cls, _KeepsState):
+        raise TypeError(
+            f"the sink {cls.__qualname__} has apply() but not deliver_nowait() and closing(): "
+            "a sink with state of its own is a pt.RunSink (all four methods); a plain sink has "
+            "only an async send()"
+        )
+    return False
