@@ -166,8 +166,10 @@ class _Run:
                     await self._announce_taken()
                 pending = False
                 # one schedule point per model call: an aborted run never calls the model, and
-                # instant models and tools still let deadlines and other tasks in
-                await trio.lowlevel.checkpoint()
+                # instant models and tools still let deadlines and other tasks in (checkpoint()
+                # in its two halves: thousands of agents wait here, one frame less each)
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                await trio.lowlevel.checkpoint_if_cancelled()
                 message = await self._respond()
                 tool_results, more_tool_calls = await self._run_tools(message)
                 if self.hooks_see_turns:
