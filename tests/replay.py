@@ -171,14 +171,6 @@ def fixture_hooks(name: str) -> dict[str, Any]:
     return hooks
 
 
-def strip_timestamps(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: strip_timestamps(v) for k, v in value.items() if k != "timestamp"}
-    if isinstance(value, list):
-        return [strip_timestamps(v) for v in value]
-    return value
-
-
 def initial_messages(data: dict[str, Any]) -> list[pt.AgentMessage]:
     return [pt.from_json(m, pt.AgentMessage) for m in data["initialMessages"]]
 

@@ -242,3 +242,28 @@ def reachable(root: object, target: object) -> bool:
             seen.add(id(ref))
             todo.append(ref)
     return False
+
+
+def strip_timestamps(value: Any) -> Any:
+    """JSON without its ``timestamp`` fields (the wall clock differs between two runs)."""
+    if isinstance(value, dict):
+        return {k: strip_timestamps(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [strip_timestamps(v) for v in value]
+    return value
+
+
+class NullRecorder:
+    """A ``pt.Recorder`` that keeps nothing (a subclass overrides what a test needs)."""
+
+    def record(self, event: pt.AgentEvent) -> bool:
+        return False
+
+    async def flush(self) -> None:
+        pass
+
+    def queued(self, kind: str, message: pt.AgentMessage) -> None:
+        pass
+
+    def cleared(self, kind: str) -> None:
+        pass

@@ -24,9 +24,8 @@ from .replay import (
     initial_messages,
     prompt_messages,
     script_steps,
-    strip_timestamps,
 )
-from .support import make_agent, trimmed
+from .support import make_agent, strip_timestamps, trimmed
 from .transcript import assert_transcript_valid
 
 

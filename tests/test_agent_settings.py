@@ -14,7 +14,7 @@ import trio
 
 import pi_trio as pt
 
-from .support import SLEEP, faux, make_agent, sleeps
+from .support import SLEEP, NullRecorder, faux, make_agent, sleeps
 
 
 def _noop(*args: Any) -> None:
@@ -139,24 +139,8 @@ async def test_a_bad_steering_policy_does_not_wedge_the_agent() -> None:
 # --- what a settings record may not do: drop or take a recorder, hide under a subclass --------
 
 
-class _Recorder:
-    """A pt.Recorder that keeps nothing."""
-
-    def record(self, event: pt.AgentEvent) -> bool:
-        return False
-
-    async def flush(self) -> None:
-        pass
-
-    def queued(self, kind: str, message: pt.AgentMessage) -> None:
-        pass
-
-    def cleared(self, kind: str) -> None:
-        pass
-
-
 def test_a_new_record_keeps_the_recorder_and_never_takes_another_agents() -> None:
-    recorder = _Recorder()
+    recorder = NullRecorder()
     durable = pt.Agent(recorder=recorder, max_turns=3)
     with pytest.raises(ValueError, match="would drop this agent's recorder"):
         durable.settings = pt.AgentSettings(max_turns=5)
@@ -173,7 +157,7 @@ def test_a_new_record_keeps_the_recorder_and_never_takes_another_agents() -> Non
 
 async def test_the_recorder_changes_between_runs_only(autojump_clock: Any) -> None:
     agent = make_agent([sleeps(1), faux.assistant_message("done")])
-    recorder = _Recorder()
+    recorder = NullRecorder()
     async with trio.open_nursery() as nursery:
         await nursery.start(agent.prompt, "go")
         with pytest.raises(pt.AgentBusyError, match="recorder cannot change during a run"):

@@ -15,7 +15,7 @@ import pi_trio as pt
 from pi_trio.providers import faux
 
 from .grammar import assert_event_grammar
-from .support import make_agent
+from .support import make_agent, strip_timestamps
 from .test_delivery import SLEEP, _assert_well_formed, _Raising, _sleeps
 from .transcript import assert_transcript_valid
 
@@ -107,14 +107,6 @@ async def test_subscribing_and_unsubscribing_changes_who_is_the_only_listener() 
     assert [e.type for e in second].count("agent_end") == 1
 
 
-def _stable(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: _stable(v) for k, v in data.items() if k != "timestamp"}
-    if isinstance(data, list):
-        return [_stable(v) for v in data]
-    return data
-
-
 async def _one_run(misbehaves: str, alone: bool) -> tuple[Any, ...]:
     agent = make_agent([_sleeps(0.01, 0.02), faux.assistant_message("all done now")])
     seen: list[Any] = []
@@ -122,7 +114,7 @@ async def _one_run(misbehaves: str, alone: bool) -> tuple[Any, ...]:
 
     async def listener(event: pt.AgentEvent) -> None:
         nonlocal updates
-        seen.append(_stable(pt.to_json(event)))
+        seen.append(strip_timestamps(pt.to_json(event)))
         updates += isinstance(event, pt.MessageUpdate)
         if misbehaves == "raises" and updates == 3:
             raise ValueError("listener broke")
@@ -141,7 +133,7 @@ async def _one_run(misbehaves: str, alone: bool) -> tuple[Any, ...]:
         await agent.prompt("go")
     except KeyboardInterrupt as exc:
         escaped = type(exc)
-    transcript = [_stable(pt.to_json(m)) for m in agent.state.messages]
+    transcript = [strip_timestamps(pt.to_json(m)) for m in agent.state.messages]
     return seen, transcript, escaped, agent.state.error_message
 
 

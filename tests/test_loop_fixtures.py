@@ -23,9 +23,8 @@ from .replay import (
     initial_messages,
     prompt_messages,
     script_steps,
-    strip_timestamps,
 )
-from .support import RecordingSink
+from .support import RecordingSink, strip_timestamps
 from .transcript import assert_transcript_valid
 
 LOOP_FIXTURES = [

@@ -13,7 +13,7 @@ import trio.testing
 import pi_trio as pt
 
 from .grammar import check_events
-from .support import PROMPT, calls, loop_setup, make_agent, sleeps
+from .support import PROMPT, NullRecorder, calls, loop_setup, make_agent, sleeps
 from .transcript import assert_transcript_valid
 
 SCRIPT = [sleeps(10), pt.faux.assistant_message("done")]
@@ -262,20 +262,11 @@ async def test_a_ctrl_c_from_a_sinks_apply_leaves_a_valid_run() -> None:
 
 
 async def test_a_recorder_whose_record_raises_ends_the_agents_run_in_error() -> None:
-    class Broken:
+    class Broken(NullRecorder):
         def record(self, event: pt.AgentEvent) -> bool:
             if event.type == "tool_execution_end":
                 raise OSError("disk full")
             return False
-
-        async def flush(self) -> None:
-            pass
-
-        def queued(self, kind: str, message: pt.AgentMessage) -> None:
-            pass
-
-        def cleared(self, kind: str) -> None:
-            pass
 
     agent = make_agent(ECHO_SCRIPT, recorder=Broken())
     seen: list[pt.AgentEvent] = []

@@ -17,7 +17,7 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.loop._emit import Emitter
 
-from .support import ECHO, make_agent
+from .support import ECHO, make_agent, strip_timestamps
 
 
 def _assistant(text: str) -> pt.AssistantMessage:
@@ -70,15 +70,6 @@ def _scripted_agent(scenario: str) -> pt.Agent:
     return make_agent(script, [ECHO], token_delay=0.01)
 
 
-def _stable(data: Any) -> Any:
-    """``data`` without its timestamps (the wall clock differs between two runs)."""
-    if isinstance(data, dict):
-        return {k: _stable(v) for k, v in data.items() if k != "timestamp"}
-    if isinstance(data, list):
-        return [_stable(v) for v in data]
-    return data
-
-
 def _listener(scenario: str, agent: pt.Agent, seen: list[Any]) -> Callable[..., Any]:
     """Notes each event with the streaming message the agent's state shows for it (pi's
     barrier: a listener sees the state updated), and misbehaves as ``scenario`` says."""
@@ -87,7 +78,7 @@ def _listener(scenario: str, agent: pt.Agent, seen: list[Any]) -> Callable[..., 
     def note(event: pt.AgentEvent) -> None:
         nonlocal updates
         streaming = agent.state.streaming_message
-        seen.append(_stable([pt.to_json(event), streaming and pt.to_json(streaming)]))
+        seen.append(strip_timestamps([pt.to_json(event), streaming and pt.to_json(streaming)]))
         if event.type == "message_update":
             updates += 1
             if scenario == "listener raises" and updates == 4:
@@ -119,7 +110,7 @@ async def _run(scenario: str) -> tuple[Any, ...]:
     seen: list[Any] = []
     after: list[Any] = []  # a second listener: what the first one's failures leave it
     agent.subscribe(_listener(scenario, agent, seen))
-    agent.subscribe(lambda event: after.append(_stable(pt.to_json(event))))
+    agent.subscribe(lambda event: after.append(strip_timestamps(pt.to_json(event))))
     records: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
@@ -131,7 +122,7 @@ async def _run(scenario: str) -> tuple[Any, ...]:
         escaped = type(exc)
     finally:
         logging.getLogger("pi_trio").removeHandler(handler)
-    transcript = [_stable(pt.to_json(m)) for m in agent.state.messages]
+    transcript = [strip_timestamps(pt.to_json(m)) for m in agent.state.messages]
     return seen, after, transcript, escaped, agent.state.error_message, records
 
 

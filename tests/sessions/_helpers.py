@@ -80,6 +80,17 @@ def snapshot(path: Path, copy: Path) -> None:
         target.close()
 
 
+def gone_holder(path: Path) -> None:
+    """Make the store file's holder a process that is gone (a crash copy's, say), so the next
+    opener takes the session over at once."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("UPDATE pi_trio_sessions SET holder_start = 'gone'")
+        db.commit()
+    finally:
+        db.close()
+
+
 def transcript_json(messages: list[pt.AgentMessage]) -> list[Any]:
     return [pt.to_json(message) for message in messages]
 

@@ -14,7 +14,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
-from ._helpers import calls, kinds, make_tool, rows, snapshot, transcript_json
+from ._helpers import calls, gone_holder, kinds, make_tool, rows, snapshot, transcript_json
 from .conftest import Raw
 
 
@@ -115,10 +115,7 @@ async def test_each_thing_is_durable_before_anyone_hears_of_it(tmp_path: Path) -
     # a crash right after each tool-result message_end: the resumed transcript has it, exactly
     assert len(crashes) == 2
     for copy, message in crashes:
-        db = sqlite3.connect(copy)  # the holder in the copy is a process that is gone
-        db.execute("UPDATE pi_trio_sessions SET holder_start = 'gone'")
-        db.commit()
-        db.close()
+        gone_holder(copy)  # the holder in the copy is a process that is gone
         async with (
             pt.open_session_store(copy) as store,
             store.open_agent("s", initial_state=_state(scripted, *tools)) as agent,

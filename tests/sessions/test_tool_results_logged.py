@@ -3,7 +3,6 @@ deep for JSON) breaks neither the session nor the agent."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 
-from ._helpers import snapshot, transcript_json
+from ._helpers import gone_holder, snapshot, transcript_json
 
 SCHEMA = {"type": "object", "properties": {"s": {"type": "number"}}, "required": ["s"]}
 
@@ -58,10 +57,7 @@ async def test_a_crash_at_a_tool_result_message_end_gives_back_what_was_seen(
         await agent.prompt("go")
     assert len(crashes) == 2
     for copy, seen in crashes:
-        db = sqlite3.connect(copy)  # the holder in the copy is a process that is gone
-        db.execute("UPDATE pi_trio_sessions SET holder_start = 'gone'")
-        db.commit()
-        db.close()
+        gone_holder(copy)  # the holder in the copy is a process that is gone
         async with (
             pt.open_session_store(copy) as store,
             store.open_agent("s", initial_state=state()) as resumed,
