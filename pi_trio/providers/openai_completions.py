@@ -485,9 +485,14 @@ class CompletionsDecoder:
         return compute_cost(self.model, usage)
 
     def finish(self) -> Iterable[StreamEvent]:
-        if not self.done and self.finish_reason is None:
+        if self.finish_reason is None:
+            # [DONE] with no finish_reason is a stream cut short too (llama.cpp's server sends
+            # it when a second request ends the first), not an answer (pi#8996)
             raise ProviderFailure(
-                "connection closed before the response was complete (no finish_reason or [DONE])",
+                "the stream ended ([DONE]) before the response was complete (no finish_reason)"
+                if self.done
+                else "connection closed before the response was complete (no finish_reason or "
+                "[DONE])",
                 kind="connection",
             )
         out: list[StreamEvent] = []
@@ -500,8 +505,8 @@ class CompletionsDecoder:
             else:
                 out.append(self.builder.tool_call_end(index))
         reason = self.finish_reason
-        if reason is None or reason in _STOP_REASONS:
-            mapped = _STOP_REASONS.get(reason or "stop", "stop")
+        if reason in _STOP_REASONS:
+            mapped = _STOP_REASONS[reason]
             if mapped == "stop" and self.builder.message.tool_calls:
                 mapped = "toolUse"  # some local servers say "stop" after tool calls
             out.append(self.builder.done(mapped))

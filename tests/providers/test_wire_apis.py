@@ -135,6 +135,22 @@ async def test_disconnect_mid_stream_keeps_partial_content(spec, server, client)
     assert len(server.requests) == 1  # content was out: never retried
 
 
+async def test_a_stream_that_ends_before_its_last_event_is_an_error(spec, server, client) -> None:
+    # pi#8996, an early end counted as success: the body ends properly, with content, but
+    # without the wire API's last event (openai-completions: [DONE] with no finish_reason, as
+    # llama.cpp's server sends when a second request cuts the first short)
+    early = spec.text[: spec.first_text_chunks]
+    if spec.api == "openai-completions":
+        early = [*early, "data: [DONE]\n\n"]
+    server.script(spec.path, SSE(early))
+    events = await collect(spec, server, client)
+    assert events[-1].type == "error"
+    message = final(events)
+    assert message.stop_reason == "error"
+    assert "before the response was complete" in (message.error_message or "")
+    assert message.content[0].text == "Hello"
+
+
 async def test_malformed_event(spec, server, client) -> None:
     bad = f"event: {spec.malformed_event}\ndata: {{oops\n\n"
     server.script(spec.path, SSE([*spec.text[: spec.first_text_chunks], bad, *spec.text]))
