@@ -254,11 +254,13 @@ def failed_event(
     secrets: Iterable[str] = (),
 ) -> StreamError:
     """The ``StreamError`` ending a failed request, with its ``pt.ProviderError`` record, and
-    the one log record of the failure (ERROR on ``pi_trio.providers``).
+    the one log record of the failure: a line at ERROR on ``pi_trio.providers``.
 
-    ``text`` is the error_message, already masked. The record's traceback (of the exception
-    behind a transport failure, or of an unexpected one) is formatted and masked here, not
-    passed as ``exc_info``: a handler would format it unmasked.
+    ``text`` is the error_message, already masked; every field of the record is masked too.
+    An unexpected failure (a bug, not a :class:`ProviderFailure`) carries its traceback in
+    ``exc_info``; an expected one's (the transport error behind a connection failure) goes
+    in a DEBUG record. Either traceback is formatted and masked here (``exc_text``), so a
+    handler prints it masked.
     """
     message = builder.message
     if isinstance(problem, ProviderFailure):
@@ -276,18 +278,39 @@ def failed_event(
         retryable=retryable,
         retry_after=retry_after,
         url=where,
-        code=code,
+        code=None if code is None else redact(code, secrets),
         provider=message.provider,
     )
-    trace = ""
-    if cause is not None:
-        trace = "\n" + redact("".join(traceback.format_exception(cause)), secrets).rstrip()
-    providers_logger.error(
-        "%s request to %s failed (%s): %s%s", message.provider, where, kind, text, trace
-    )
+    line = ("%s request to %s failed (%s): %s", message.provider, where, kind, text)
+    if cause is None or isinstance(problem, ProviderFailure):
+        providers_logger.error(*line)
+        if cause is not None:
+            _log_traceback(logging.DEBUG, cause, secrets, "the traceback of: " + line[0], line[1:])
+    else:
+        _log_traceback(logging.ERROR, cause, secrets, line[0], line[1:])
     event = builder.error(text)
     event.provider_error = record
     return event
+
+
+def _log_traceback(
+    level: int, cause: BaseException, secrets: Iterable[str], message: str, args: tuple[Any, ...]
+) -> None:
+    """A record of ``message`` whose ``exc_info`` is ``cause``, its traceback masked: the
+    formatted text is set as the record's ``exc_text``, which handlers print as it is."""
+    if not providers_logger.isEnabledFor(level):
+        return
+    record = providers_logger.makeRecord(
+        providers_logger.name,
+        level,
+        __file__,
+        0,
+        message,
+        args,
+        (type(cause), cause, cause.__traceback__),
+    )
+    record.exc_text = redact("".join(traceback.format_exception(cause)), secrets).rstrip()
+    providers_logger.handle(record)
 
 
 def _log_retry(

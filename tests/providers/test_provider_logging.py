@@ -41,8 +41,10 @@ async def run_agent(model: pt.Model, client: Any) -> tuple[pt.Agent, list[pt.Age
 def echoing_faults(spec: Spec) -> list[Any]:
     error = {"error": {"message": f"invalid key {KEY} (also {ENCODED})", "type": "auth"}}
     echo = [("x-echo-key", KEY), ("www-authenticate", f'Bearer realm="{KEY}"')]
+    coded = {"error": {"message": "refused", "code": f"invalid_api_key:{KEY}"}}
     return [
         [Status(500, error, headers=echo), Status(401, error, headers=echo)],  # a retry first
+        [Status(403, coded)],  # the key echoed in the error's code, a structured field
         [Status(200, f"<html>{KEY}</html>".encode(), content_type="text/html", headers=echo)],
         [SSE([*spec.text[: spec.first_text_chunks], f"data: {{oops {KEY}\n\n"], headers=echo)],
     ]
@@ -73,6 +75,10 @@ async def test_no_record_event_or_error_holds_the_key(
     text = all_text(caplog)
     assert "pi_trio.providers ERROR" in text and "pi_trio.providers INFO" in text
     assert "Traceback" in text  # the connection error's traceback is there, masked
+    ours = [r for r in caplog.records if r.name == "pi_trio.providers"]
+    assert all("\n" not in r.getMessage() for r in ours)  # messages are one line
+    traced = [r for r in ours if r.exc_info]  # the tracebacks of expected failures: DEBUG
+    assert traced and {r.levelno for r in traced} == {logging.DEBUG}
     for place in (text, "\n".join(repr(x) for x in seen)):
         assert KEY not in place and ENCODED not in place
         assert "PLANTED" not in place
