@@ -105,6 +105,8 @@ async def test_a_listener_raising_on_agent_end_is_recorded_and_logged(
     last = agent.state.messages[-1]
     assert isinstance(last, pt.AssistantMessage) and last.stop_reason == "error"
     assert last.error_message == agent.state.error_message == "listener broke on agent_end"
+    # in pi's shape for a failed run (agent.ts handleRunFailure): one empty text block
+    assert pt.to_json(last)["content"] == [{"type": "text", "text": ""}]
     assert any("agent_end" in r.getMessage() and r.exc_info for r in caplog.records)
     # Deliberate difference from pi: pi delivers agent_end a second time (with the failure
     # message); here every subscriber gets exactly one agent_end, the one already delivered.

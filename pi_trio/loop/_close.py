@@ -22,7 +22,7 @@ from typing import Literal
 from .._callbacks import exception_text
 from .._logging import loop_logger
 from ..events import AgentEnd, AgentEvent, TurnEnd, TurnStart
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, TextContent
 from ..models import Model
 from ..providers import ABORTED_MESSAGE
 from ..tools import ToolBatch
@@ -119,7 +119,9 @@ class _Closer:
         is."""
         if self.failure is None:
             return
-        self.emitter.record_after_end(bare_message(self.model, self.reason, self.text))
+        message = bare_message(self.model, self.reason, self.text)
+        message.content = [TextContent("")]  # pi's shape of a failed run (handleRunFailure)
+        self.emitter.record_after_end(message)
         loop_logger.error(
             "the event sink failed on agent_end; recorded as an error message",
             exc_info=self.failure,
