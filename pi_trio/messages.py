@@ -32,11 +32,14 @@ from typing import (
     Protocol,
     Self,
     TypeAlias,
+    cast,
     final,
     runtime_checkable,
 )
 
 import attrs
+
+from ._checks import describe
 
 __all__ = [
     "AgentMessage",
@@ -57,6 +60,7 @@ __all__ = [
     "UsageCost",
     "UserContent",
     "UserMessage",
+    "checked_message",
     "now_ms",
 ]
 
@@ -421,3 +425,30 @@ class Context:
     system_prompt: str | None = None
     messages: Sequence[Message] = attrs.field(factory=list)
     tools: Sequence[Tool] = attrs.field(factory=list)
+
+
+_PI_MESSAGES = (UserMessage, AssistantMessage, ToolResultMessage)
+_NOT_MESSAGES = (str, bytes, int, float, type(None), dict, list, tuple, set, frozenset)
+
+
+def checked_message(value: object, name: str = "message") -> AgentMessage:
+    """``value``, when it can stand in a transcript: pi's user, assistant or tool-result
+    message, or an application's own (an object whose ``role`` is a str: :class:`CustomMessage`).
+
+    Raises:
+        TypeError: anything else (a str, a dict of JSON, None, ...), naming ``name``, what it
+            got and what it takes; nothing was changed.
+    """
+    if isinstance(value, _PI_MESSAGES):
+        return value
+    if not isinstance(value, _NOT_MESSAGES) and isinstance(getattr(value, "role", None), str):
+        return cast(AgentMessage, value)
+    hint = ""
+    if isinstance(value, dict):
+        hint = " (pi's JSON of a message? pt.from_json(data, pt.AgentMessage) reads it)"
+    elif isinstance(value, str):
+        hint = " (a text becomes a message with pt.UserMessage(text))"
+    raise TypeError(
+        f"{name} must be a message (pt.UserMessage, pt.AssistantMessage, pt.ToolResultMessage, "
+        f"or your own class with a str role), got {describe(value)}{hint}"
+    )

@@ -61,6 +61,7 @@ from ._wire_values import (
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "WireConverter",
+    "carries_message",
     "converter",
     "default_converter",
     "from_json",
@@ -71,6 +72,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_PI_MESSAGE_TYPES = frozenset(PI_ROLES.values())
 
 
 def _is_free_form(type_: Any) -> bool:
@@ -120,6 +123,14 @@ class WireConverter:
 
     def _message_roles(self) -> Mapping[str, type[Any]]:
         return {**PI_ROLES, **self._custom_messages}
+
+    def carries_message(self, message: object) -> bool:
+        """Whether this converter writes ``message`` as pi's JSON and reads it back: pi's own
+        messages, and those of a type registered with :meth:`register_message_type`."""
+        if type(message) in _PI_MESSAGE_TYPES:
+            return True
+        role = getattr(message, "role", None)
+        return isinstance(role, str) and type(message) is self._custom_messages.get(role)
 
     # --- reading and writing -------------------------------------------------------------
 
@@ -285,6 +296,12 @@ def to_json(obj: Any) -> Any:
         pt.WireFormatError: a free-form value nests deeper than :data:`DEFAULT_MAX_DEPTH`.
     """
     return default_converter.to_json(obj)
+
+
+def carries_message(message: object) -> bool:
+    """:meth:`WireConverter.carries_message` of the default converter (the one a session
+    store reads its log with)."""
+    return default_converter.carries_message(message)
 
 
 def register_message_type(cls: type[Any], role: str | None = None) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import NoReturn, cast
+from typing import NoReturn
 
 import attrs
 import trio
@@ -32,7 +32,7 @@ from ..loop import (
     TransformContext,
     run_loop,
 )
-from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
+from ..messages import AgentMessage, ImageContent, checked_message
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._delivery import Delivery, Listener
@@ -40,7 +40,7 @@ from ._inbox import QueuedMessage, QueueMode
 from ._loop_config import loop_config
 from ._options import AgentOptions
 from ._queues import Queues
-from ._recorder import Recorder, log_flush_failure
+from ._recorder import Recorder, checks_messages, log_flush_failure
 from ._settings import AgentSettings
 from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
@@ -52,6 +52,7 @@ from ._texts import (
     NO_MODEL,
     NOTHING_TO_CONTINUE,
     as_message,
+    prompt_messages,
 )
 
 __all__ = ["Agent", "Listener"]
@@ -162,12 +163,12 @@ class Agent(AgentOptions):
     def steer(self, message: AgentMessage | str) -> QueuedMessage:
         """Queue a message to inject after the current turn (never mid-turn); returns its
         queue record (its ``id`` works with :meth:`remove_queued`, :meth:`replace_queued`)."""
-        return self._queues.put("steer", as_message(message))
+        return self._queues.put("steer", as_message(message, "steer()"))
 
     def follow_up(self, message: AgentMessage | str) -> QueuedMessage:
         """Queue a message to run only once the agent would otherwise stop; returns its queue
         record."""
-        return self._queues.put("follow_up", as_message(message))
+        return self._queues.put("follow_up", as_message(message, "follow_up()"))
 
     def clear_steering_queue(self) -> None:
         self._queues.clear("steer")
@@ -199,7 +200,7 @@ class Agent(AgentOptions):
         Raises:
             KeyError: nothing with that id is queued (a run may have taken it already).
         """
-        self._queues.edit(item_id, as_message(message))
+        self._queues.edit(item_id, as_message(message, "replace_queued()"))
 
     def clear_all_queues(self) -> None:
         self.clear_steering_queue()
@@ -302,6 +303,10 @@ class Agent(AgentOptions):
 
         Raises:
             AgentBusyError: a run is active.
+            TypeError: ``input`` is none of those (a number, None, a dict of JSON, a list of
+                texts...), ``images`` holds something that is not a ``pt.ImageContent``, or
+                the agent's recorder refuses a message (a durable session, one of a type its
+                log could not give back); nothing was changed.
             ValueError: ``images`` given with a message instead of a text; or no model set
                 (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``.
             KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
@@ -309,16 +314,11 @@ class Agent(AgentOptions):
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_PROMPT)
-        if isinstance(input, str):
-            content: list[TextContent | ImageContent] = [TextContent(input), *(images or ())]
-            messages: list[AgentMessage] = [UserMessage(content)]
-        else:
-            if images:
-                raise ValueError("images= goes with a text prompt; put them in your message")
-            if isinstance(input, list | tuple):
-                messages = list(input)
-            else:
-                messages = [cast(AgentMessage, input)]
+        messages = prompt_messages(input, images)
+        recorder = self._settings.recorder
+        if recorder is not None and checks_messages(recorder):
+            for message in messages:
+                recorder.check_message(message)
         self._check_model()
         await self._run(messages, task_status=task_status)
 
@@ -335,6 +335,8 @@ class Agent(AgentOptions):
             ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: nothing to continue from (an empty transcript, or an assistant tail
                 with nothing queued); pi's texts.
+            TypeError: the transcript's last message is not a message (a value appended to
+                ``state.messages`` in place).
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_CONTINUE)
@@ -342,6 +344,7 @@ class Agent(AgentOptions):
         messages = self._state.messages
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
+        checked_message(messages[-1], "the transcript's last message")
         if messages[-1].role == "assistant":
             if self.recorder is not None:  # durable before a run takes it
                 await self.recorder.flush()

@@ -42,11 +42,11 @@ class Queues:
         return self.steering if kind == "steer" else self.follow_ups
 
     def put(self, kind: QueueKind, message: AgentMessage) -> QueuedMessage:
+        recorder = self._delivery.recorder
+        if recorder is not None:  # first: a recorder that refuses the message keeps it out
+            recorder.queued(kind, message)
         self._queued += 1
         item = self.inbox(kind).put(message, self._queued)
-        recorder = self._delivery.recorder
-        if recorder is not None:
-            recorder.queued(kind, message)
         self._notify(kind, "queued")
         return item
 

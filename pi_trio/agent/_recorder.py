@@ -11,8 +11,9 @@ it too (an audit trail, say).
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
@@ -20,7 +21,7 @@ from .._logging import agent_logger, log_failure
 from ..events import AgentEvent
 from ..messages import AgentMessage
 
-__all__ = ["QueueKind", "Recorder", "log_flush_failure"]
+__all__ = ["CheckingRecorder", "QueueKind", "Recorder", "checks_messages", "log_flush_failure"]
 
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
@@ -55,7 +56,8 @@ class Recorder(Protocol):
         ...
 
     def queued(self, kind: QueueKind, message: AgentMessage) -> None:
-        """``message`` was put in the steering (``"steer"``) or follow-up queue.
+        """``message`` is being put in the steering (``"steer"``) or follow-up queue; raising
+        (a ``TypeError`` for a message it cannot keep) keeps it out, and ``steer()`` raises.
 
         When a run drains it, the same message object shows up in ``message_start`` /
         ``message_end`` events.
@@ -65,6 +67,32 @@ class Recorder(Protocol):
     def cleared(self, kind: QueueKind) -> None:
         """That queue was emptied (``clear_*_queue``, ``clear_all_queues``, ``reset``)."""
         ...
+
+
+@runtime_checkable
+class CheckingRecorder(Recorder, Protocol):
+    """A :class:`Recorder` that can refuse a message it could not keep (a durable session's
+    log, a message type its reader would not know). The agent asks it before a prompt's
+    messages go into the transcript (``queued`` is the check of a queued message)."""
+
+    def check_message(self, message: AgentMessage) -> None:
+        """Return when ``message`` can be recorded.
+
+        Raises:
+            TypeError: it cannot, saying why and what to do.
+        """
+        ...
+
+
+def checks_messages(recorder: Recorder) -> TypeGuard[CheckingRecorder]:
+    """Whether ``recorder``'s class has :meth:`CheckingRecorder.check_message` (decided once
+    per class)."""
+    return _checking_class(type(recorder))
+
+
+@functools.lru_cache(maxsize=64)
+def _checking_class(cls: type) -> bool:
+    return issubclass(cls, CheckingRecorder)
 
 
 def log_flush_failure(

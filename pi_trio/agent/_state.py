@@ -7,6 +7,7 @@ from typing import Literal, TypeAlias, final
 
 import attrs
 
+from .._checks import describe
 from .._errors import ProviderError
 from ..events import (
     AgentEnd,
@@ -18,7 +19,7 @@ from ..events import (
     ToolExecutionStart,
     TurnEnd,
 )
-from ..messages import AgentMessage, AssistantMessage
+from ..messages import AgentMessage, AssistantMessage, checked_message
 from ..models import Model, ModelCost
 from ..tools import AgentTool
 
@@ -70,7 +71,15 @@ def _describe(value: object) -> str:
 
 
 def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
-    return list(value)
+    """A copy of ``value``, refusing at once an item that is not a message.
+
+    Raises:
+        TypeError: ``value`` is a single message or a text instead of a list, or one of its
+            items is not a message (a text, a dict of JSON): the message says which.
+    """
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Iterable):
+        raise TypeError(f"messages must be a list of messages, got {describe(value)}")
+    return [checked_message(item, f"messages[{i}]") for i, item in enumerate(value)]
 
 
 _NONE_PENDING: frozenset[str] = frozenset()
@@ -120,7 +129,7 @@ class AgentState:
 
     @messages.setter
     def messages(self, value: Iterable[AgentMessage]) -> None:
-        self._messages = list(value)
+        self._messages = _message_list(value)
 
     @property
     def pending_tool_calls(self) -> frozenset[str]:

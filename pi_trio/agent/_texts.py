@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..messages import AgentMessage, TextContent, UserMessage
+from collections.abc import Sequence
+
+from .._checks import describe
+from ..messages import AgentMessage, ImageContent, TextContent, UserMessage, checked_message
 
 __all__ = [
     "BUSY_CONTINUE",
@@ -11,6 +14,7 @@ __all__ = [
     "NOTHING_TO_CONTINUE",
     "NO_MODEL",
     "as_message",
+    "prompt_messages",
 ]
 
 BUSY_PROMPT = (
@@ -26,8 +30,48 @@ NO_MODEL = (
 )
 
 
-def as_message(message: AgentMessage | str) -> AgentMessage:
-    """A plain string becomes a user message with that text."""
+def as_message(message: AgentMessage | str, name: str = "message") -> AgentMessage:
+    """A plain string becomes a user message with that text; a message is checked.
+
+    Raises:
+        TypeError: neither a str nor a message (``name`` says where it was given).
+    """
     if isinstance(message, str):
         return UserMessage([TextContent(message)])
-    return message
+    return checked_message(message, name)
+
+
+def prompt_messages(
+    input: str | AgentMessage | Sequence[AgentMessage],
+    images: Sequence[ImageContent] | None,
+) -> list[AgentMessage]:
+    """What ``prompt(input, images)`` adds to the transcript.
+
+    Raises:
+        TypeError: ``input`` is not a text, a message or a list of messages, or an image is
+            not a ``pt.ImageContent``.
+        ValueError: ``images`` with a message instead of a text.
+    """
+    if isinstance(input, str):
+        content: list[TextContent | ImageContent] = [TextContent(input)]
+        for i, image in enumerate(images or ()):
+            if not isinstance(image, ImageContent):
+                raise TypeError(
+                    f"images[{i}] must be a pt.ImageContent(data, mime_type), got {describe(image)}"
+                )
+            content.append(image)
+        return [UserMessage(content)]
+    if images:
+        raise ValueError("images= goes with a text prompt; put them in your message")
+    if isinstance(input, list | tuple):
+        return [checked_message(item, f"prompt[{i}]") for i, item in enumerate(input)]
+    if input is None or isinstance(input, int | float | dict | bytes):
+        raise TypeError(
+            f"prompt() takes a text, a message or a list of messages, got {describe(input)}"
+            + (
+                " (pi's JSON? pt.from_json(data, pt.AgentMessage))"
+                if isinstance(input, dict)
+                else ""
+            )
+        )
+    return [checked_message(input, "prompt")]

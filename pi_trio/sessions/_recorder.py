@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._errors import SessionBusyError
+from .._logging import sessions_logger
 from ..events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
     MessageEnd,
+    MessageStart,
     MessageUpdate,
     ToolExecutionEnd,
 )
@@ -44,7 +46,7 @@ from ..messages import (
 )
 from ..models import Model
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
-from ..wire import to_json
+from ..wire import carries_message, to_json
 from ._backend import Lease, SessionBackend
 from ._entries import (
     EntryKind,
@@ -59,7 +61,7 @@ from ._entries import (
 if TYPE_CHECKING:
     from ..agent import Agent, AgentState
 
-__all__ = ["SessionRecorder", "durable_before_tool_call", "settings_json"]
+__all__ = ["SessionRecorder", "check_loggable", "durable_before_tool_call", "settings_json"]
 
 
 _now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)
@@ -78,6 +80,21 @@ def settings_json(state: AgentState) -> dict[str, Any]:
         "systemPrompt": state.system_prompt,
         "thinkingLevel": state.thinking_level,
     }
+
+
+def check_loggable(message: AgentMessage) -> None:
+    """Refuse a message the log could not give back: an application's own message type that
+    ``pi_trio.wire.register_message_type`` does not know (resuming would fail on its entry).
+
+    Raises:
+        TypeError: saying which type and how to register it.
+    """
+    if not carries_message(message):
+        name = type(message).__qualname__
+        raise TypeError(
+            f"a durable session cannot log a {name}: register its type first, "
+            f"pi_trio.wire.register_message_type({name}), so the log can give it back"
+        )
 
 
 def _queue_name(kind: str) -> QueueName:
@@ -168,8 +185,12 @@ class SessionRecorder:
         cls = type(event)
         if cls is MessageUpdate:
             return False
+        if cls is MessageStart:
+            check_loggable(event.message)  # type: ignore[union-attr]
+            return False
         if cls is MessageEnd:
             message = event.message  # type: ignore[union-attr]
+            check_loggable(message)  # the close-out ends a message its start refused
             waiting = self._queued.get(id(message))
             if waiting:
                 ref, queue, _ = waiting.pop(0)
@@ -297,10 +318,25 @@ class SessionRecorder:
             self.note("state", settings)
 
     def note_transcript(self, messages: Sequence[AgentMessage]) -> None:
-        """Log a replaced transcript (later entries build on it)."""
-        self.note("transcript", list(messages))
+        """Log a replaced transcript (later entries build on it). A message the log could not
+        give back (an unregistered type's) is left out, with a warning: a resumed transcript
+        lacks it, but the session still opens."""
+        kept = [message for message in messages if carries_message(message)]
+        if len(kept) != len(messages):
+            left_out = sorted({type(m).__qualname__ for m in messages if not carries_message(m)})
+            sessions_logger.warning(
+                "session %r: the transcript's %s messages are not logged (register their "
+                "types with pi_trio.wire.register_message_type)",
+                self.session_id,
+                ", ".join(left_out),
+            )
+        self.note("transcript", kept)
         self._count = len(messages)
         self._last = messages[-1] if messages else None
+
+    def check_message(self, message: AgentMessage) -> None:
+        """Refuse a message the log could not give back (see :func:`check_loggable`)."""
+        check_loggable(message)
 
     def note_message(self, message: AgentMessage) -> None:
         """Log a message appended outside a run (a repair)."""
@@ -311,6 +347,7 @@ class SessionRecorder:
     def queued(self, kind: str, message: AgentMessage) -> None:
         """Note a ``steer()``/``follow_up()``; it is durable at the next flush (at the latest
         before a run takes it)."""
+        check_loggable(message)
         queue = _queue_name(kind)
         seq = self.note("queued", (queue, message, self.from_inbox))
         self.adopt_queued(seq, queue, message)

@@ -30,6 +30,7 @@ from ..messages import (
     TextContent,
     ToolResultMessage,
     UserMessage,
+    checked_message,
     now_ms,
 )
 from ..models import Model
@@ -38,7 +39,7 @@ from ..wire import from_json, to_json
 from ._backend import Lease, SessionBackend, SessionInfo
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._keeper import LeaseKeeper, pull_inbox
-from ._recorder import SessionRecorder, durable_before_tool_call
+from ._recorder import SessionRecorder, check_loggable, durable_before_tool_call
 from ._repair import (
     SessionImage,
     fill,
@@ -276,7 +277,10 @@ class SessionStore:
 
         Raises:
             ValueError: ``kind`` is not "steer" or "follow_up".
-            TypeError: this store's backend has no inbox (SQLite, today).
+            TypeError: ``message`` is not a text or a message the log can give back (an
+                application's own type must be registered with
+                ``pi_trio.wire.register_message_type``); or this store's backend has no
+                inbox (SQLite, today).
 
         One transaction: once queued, a cancellation lets it commit first.
         """
@@ -289,7 +293,11 @@ class SessionStore:
                 f"{self.backend.description} has none: use agent.steer()/follow_up() there"
             )
         _check_id(session_id)
-        item = UserMessage([TextContent(message)]) if isinstance(message, str) else message
+        if isinstance(message, str):
+            item: AgentMessage = UserMessage([TextContent(message)])
+        else:
+            item = checked_message(message, "enqueue()'s message")
+            check_loggable(item)
         ident: int = await enqueue(session_id, kind, dumps(to_json(item)), now_ms())
         return ident
 
