@@ -35,7 +35,15 @@ from ._errors import (
     WireFormatError,
 )
 from ._version import __version__
-from .agent import Agent, AgentSettings, AgentState, EventsReceiver, QueuedMessage, Recorder
+from .agent import (
+    Agent,
+    AgentSettings,
+    AgentState,
+    CheckingRecorder,
+    EventsReceiver,
+    QueuedMessage,
+    Recorder,
+)
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -149,6 +157,7 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "BudgetReached",
+    "CheckingRecorder",
     "Context",
     "ContinueError",
     "CustomMessage",

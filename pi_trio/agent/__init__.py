@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._agent import Agent, Listener
 from ._inbox import QueuedMessage, QueueMode
-from ._recorder import QueueKind, Recorder
+from ._recorder import CheckingRecorder, QueueKind, Recorder
 from ._settings import AgentSettings
 from ._state import DEFAULT_MODEL, AgentState, ThinkingLevelSetting
 from ._subscriptions import ChannelEvent, EventsReceiver, OverflowPolicy
@@ -20,6 +20,7 @@ __all__ = [
     "AgentSettings",
     "AgentState",
     "ChannelEvent",
+    "CheckingRecorder",
     "EventsReceiver",
     "Listener",
     "OverflowPolicy",
