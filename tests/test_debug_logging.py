@@ -101,7 +101,8 @@ async def test_a_raising_hook_ends_the_run_with_one_error(caplog: Any) -> None:
     assert agent.state.error_message == "hook broke"
 
 
-async def test_a_raising_listener_is_logged_once(caplog: Any) -> None:
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_raising_listener_is_logged_once(caplog: Any, kind: str) -> None:
     agent = make_agent([faux.assistant_message("hi")])
     raised: list[KeyError] = []
 
@@ -110,7 +111,10 @@ async def test_a_raising_listener_is_logged_once(caplog: Any) -> None:
             raised.append(KeyError("nokey"))
             raise raised[0]
 
-    agent.subscribe(listener)
+    async def async_listener(event: pt.AgentEvent) -> None:
+        listener(event)
+
+    agent.subscribe(listener if kind == "sync" else async_listener)
     await agent.prompt("go")
     # the agent logs it; the loop, which it then ends, does not log it again
     assert failures(caplog) == [("pi_trio.agent", logging.ERROR, KeyError)]

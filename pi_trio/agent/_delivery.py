@@ -225,8 +225,7 @@ class Delivery:
         try:
             await pending
         except Exception as exc:
-            listener = listeners[index - 1]
-            logger.error("listener %s raised on %s", _name(listener), event.type, exc_info=exc)
+            _listener_failed(listeners[index - 1], event, exc)
             if failure is None:
                 failure = exc
         except BaseException:
