@@ -118,6 +118,8 @@ class RpcSession:
         self._run_scope: trio.CancelScope | None = None
         self._run_done: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
+        self.gone: BaseException | None = None
+        """Why the client is gone (its connection broke), once it is."""
         self.update_shape = "full"
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "prompt": self._prompt,
@@ -135,7 +137,20 @@ class RpcSession:
         return self._run_done is not None and not self._run_done.is_set()
 
     async def send(self, value: Any) -> None:
-        await self.transport.send_line(encode(value))
+        """Write one line. A client that went away (a broken pipe, a reset connection) ends
+        the session: nothing more is written, the run is aborted, and :attr:`gone` says why."""
+        if self.gone is not None:
+            return
+        try:
+            await self.transport.send_line(encode(value))
+        except _CONNECTION_ERRORS as exc:
+            self._lost(exc)
+
+    def _lost(self, exc: BaseException) -> None:
+        if self.gone is None:
+            self.gone = exc
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel(reason="the client went away")
 
     async def _on_event(self, event: AgentEvent) -> None:
         line = to_json(event)
@@ -160,7 +175,10 @@ class RpcSession:
             except LineTooLongError as exc:
                 await self._reply(None, None, error=str(exc))
                 continue
-            if line is None:
+            except _CONNECTION_ERRORS as exc:
+                self._lost(exc)
+                return
+            if line is None or self.gone is not None:
                 return
             if line.strip():
                 await self.handle_line(line)
@@ -337,19 +355,23 @@ async def serve_tcp_rpc(
 
     async def handle(stream: trio.SocketStream) -> None:
         peer = _peer(stream)
-        log(f"connection from {peer}")
         async with stream:
             lines = StreamLines(stream)
+            session: RpcSession | None = None
+            failed = False
             try:
-                await RpcSession(make_agent(), lines).run()
-            except* _CONNECTION_ERRORS as group:
-                log(f"connection from {peer} broke: {_first(group)!r}")
+                session = RpcSession(make_agent(), lines)
+                await session.run()
             except* Exception as group:  # Cancelled and KeyboardInterrupt go on out
                 failure = _first(group)
                 cli_logger.error("connection from %s failed; closing it", peer, exc_info=failure)
-                log(f"connection from {peer} failed: {type(failure).__name__}; closing it")
                 await _send_failure(lines, failure)
-        log(f"connection from {peer} closed")
+                failed = True
+        # one line per connection (the failure's record is its line)
+        if session is not None and session.gone is not None:
+            log(f"connection from {peer}: the client went away ({session.gone})")
+        elif not failed:
+            log(f"connection from {peer}: closed")
 
     await trio.serve_tcp(handle, port, host=host, task_status=task_status)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
+import struct
 
 import pytest
 import trio
 
 import pi_trio as pt
 from pi_trio.cli._agents import agent_factory
-from pi_trio.cli._rpc import serve_tcp_rpc
+from pi_trio.cli._rpc import RpcSession, serve_tcp_rpc
 
 from ._helpers import JsonLinesClient, Process, is_type
 
@@ -102,3 +104,62 @@ async def test_a_failure_inside_one_connection_ends_that_connection_only(
     assert (await third.command({"type": "get_state", "id": 1}))["success"]
     for client in (first, failing, third):
         await client.lines._stream.aclose()
+
+
+# --- a client that goes away mid-answer ----------------------------------------------------------
+
+
+async def test_clients_that_reset_mid_answer_are_one_line_each_and_no_traceback(
+    nursery: trio.Nursery,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="pi_trio")
+    listeners = await nursery.start(serve_tcp_rpc, agent_factory("faux", token_delay=0.01), 0)
+    port = listeners[0].socket.getsockname()[1]
+    clients = 10
+    for _ in range(clients):
+        client = JsonLinesClient(await trio.open_tcp_stream("127.0.0.1", port))
+        await client.send(b'{"type": "prompt", "message": "tell me a long story"}')
+        await client.until(is_type("message_update"))
+        sock = client.lines._stream.socket
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await client.lines._stream.aclose()  # a reset, mid-answer
+    with trio.fail_after(10):
+        lines: list[str] = []
+        while len(lines) < clients:
+            await trio.sleep(0.05)
+            lines += capsys.readouterr().err.splitlines()
+    assert len(lines) == clients and all("the client went away" in line for line in lines)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info] == []
+
+
+async def test_rpc_whose_reader_went_away_ends_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    class HeadTwo:
+        """stdout piped to ``head -2``: two lines, then a broken pipe."""
+
+        def __init__(self) -> None:
+            self.sent = 0
+            self.prompted = False
+
+        async def receive_line(self) -> bytes | None:
+            if not self.prompted:
+                self.prompted = True
+                return b'{"type": "prompt", "message": "tell me a long story"}'
+            await trio.sleep_forever()
+            return None
+
+        async def send_line(self, data: bytes) -> None:
+            await trio.lowlevel.checkpoint()
+            if self.sent == 2:
+                raise BrokenPipeError(32, "Broken pipe")
+            self.sent += 1
+
+    caplog.set_level(logging.DEBUG, logger="pi_trio")
+    agent = agent_factory("faux", token_delay=0.01)()
+    session = RpcSession(agent, HeadTwo())
+    with trio.fail_after(10):
+        await session.run()
+    assert isinstance(session.gone, BrokenPipeError)
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info] == []
