@@ -31,6 +31,7 @@ from ._errors import (
     ProviderNotFoundError,
     SessionBusyError,
     SessionLogError,
+    SessionNotFoundError,
     ToolArgumentError,
     WireFormatError,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "SessionBusyError",
     "SessionEntry",
     "SessionLogError",
+    "SessionNotFoundError",
     "SessionStore",
     "ShouldStopAfterTurnContext",
     "StopReason",

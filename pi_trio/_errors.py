@@ -14,7 +14,8 @@ working. The classes are not final: an application may derive its own errors fro
     ├── ProviderError                       a model request that failed (a record, not raised)
     ├── EventsOverflowError                 an agent.events() reader fell too far behind
     ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
-    └── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
+    ├── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
+    └── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
 (pi's behaviour); these exceptions are for programmer errors and misuse, and for sessions
@@ -36,6 +37,7 @@ __all__ = [
     "ProviderNotFoundError",
     "SessionBusyError",
     "SessionLogError",
+    "SessionNotFoundError",
     "ToolArgumentError",
     "WireFormatError",
 ]
@@ -212,3 +214,12 @@ class SessionLogError(PiError, ValueError):
         self.session_id = session_id
         self.seq = seq
         self.problem = problem or message
+
+
+class SessionNotFoundError(PiError, LookupError):
+    """``store.open_agent(session_id, create=False)`` of a session the store does not have
+    (a mistyped id, say); ``session_id`` names it. Nothing was created."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id

@@ -123,3 +123,60 @@ async def test_faux_model_repeat_answers_forever(autojump_clock: Any) -> None:
     answers = [m for m in agent.state.messages if isinstance(m, pt.AssistantMessage)][-3:]
     assert [a.content for a in answers[:2]] == [[pt.TextContent("last")], [pt.TextContent("after")]]
     assert answers[2].stop_reason == "error"  # the script is over
+
+
+def test_a_models_name_where_a_model_goes_says_how_to_get_the_model() -> None:
+    hint = r"pt\.get_model\('anthropic', 'claude-sonnet-4-5'\) makes one of that name"
+    with pytest.raises(
+        TypeError, match="model must be a pt.Model, got 'anthropic/claude-s.*" + hint
+    ):
+        pt.AgentState(model="anthropic/claude-sonnet-4-5")  # type: ignore[arg-type]
+    state = pt.AgentState()
+    with pytest.raises(TypeError, match=hint):
+        state.model = "anthropic/claude-sonnet-4-5"  # type: ignore[assignment]
+    assert state.model is pt.AgentState().model  # unchanged: the placeholder
+
+
+def test_a_model_where_the_state_goes_is_refused() -> None:
+    model = pt.get_model("anthropic", "claude-sonnet-4-5")
+    with pytest.raises(TypeError, match=r"write pt\.Agent\(pt\.AgentState\(model=model\)\)"):
+        pt.Agent(model)  # type: ignore[arg-type]
+
+
+def test_subscribing_what_a_listener_returned_is_refused() -> None:
+    agent = make_agent([])
+
+    def listener(event: pt.AgentEvent) -> None:
+        pass
+
+    with pytest.raises(TypeError, match=r"not subscribe\(listener\(\.\.\.\)\)"):
+        agent.subscribe(listener(None))  # type: ignore[arg-type, func-returns-value]
+
+
+async def test_a_store_used_without_async_with_says_so(tmp_path: Any) -> None:
+    opener = pt.open_session_store(tmp_path / "s.db")
+    with pytest.raises(AttributeError, match=r"async with pt\.open_session_store"):
+        opener.open_agent("s")  # type: ignore[attr-defined]
+    async with opener as store:  # the same object still opens the store
+        assert await store.list_sessions() == []
+
+
+async def test_a_directory_as_a_store_path_names_it(tmp_path: Any) -> None:
+    with pytest.raises(IsADirectoryError, match="is a directory: give a file in it"):
+        async with pt.open_session_store(tmp_path):
+            pass
+
+
+async def test_open_agent_with_create_false_refuses_an_unknown_id(tmp_path: Any) -> None:
+    scripted = faux.FauxModel([faux.assistant_message("hi")])
+    state = pt.AgentState(model=scripted.model)
+    async with pt.open_session_store(tmp_path / "s.db") as store:
+        async with store.open_agent("support-42", initial_state=state, stream_fn=scripted) as a:
+            await a.prompt("hello")
+        with pytest.raises(pt.SessionNotFoundError, match="no session 'support-24'") as caught:
+            async with store.open_agent("support-24", create=False):
+                pass
+        assert caught.value.session_id == "support-24"
+        assert [info.session_id for info in await store.list_sessions()] == ["support-42"]
+        async with store.open_agent("support-42", create=False) as again:
+            assert [m.role for m in again.state.messages] == ["user", "assistant"]

@@ -18,6 +18,7 @@ from typing import NoReturn
 import attrs
 import trio
 
+from .._checks import describe
 from .._errors import AgentBusyError, ContinueError
 from ..loop import (
     AgentLoopConfig,
@@ -33,6 +34,7 @@ from ..loop import (
     run_loop,
 )
 from ..messages import AgentMessage, ImageContent, checked_message
+from ..models import Model
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._delivery import Delivery, Listener
@@ -125,6 +127,15 @@ class Agent(AgentOptions):
             prepare_request=prepare_request,
             prepare_next_turn=prepare_next_turn,
         )
+        if initial_state is not None and not isinstance(initial_state, AgentState):
+            raise TypeError(
+                f"initial_state must be a pt.AgentState, got {describe(initial_state)}"
+                + (
+                    ": write pt.Agent(pt.AgentState(model=model))"
+                    if isinstance(initial_state, Model)
+                    else ""
+                )
+            )
         self._state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
         self._delivery = Delivery(self._state)
         self._queues = Queues(self._delivery)
@@ -228,6 +239,11 @@ class Agent(AgentOptions):
         raises ends the run with an error message (the transcript stays valid). Returns a
         function that unsubscribes.
         """
+        if not callable(listener):
+            raise TypeError(
+                f"a listener must be a function (or an async function) of the event, got "
+                f"{describe(listener)} (subscribe(listener), not subscribe(listener(...)))"
+            )
         delivery = self._delivery
         delivery.listeners = (*delivery.listeners, listener)
 

@@ -70,6 +70,22 @@ def _describe(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+def _a_model(value: Model) -> Model:
+    """``value``, refusing at once what is not a :class:`pt.Model`.
+
+    Raises:
+        TypeError: a model's name (``"anthropic/claude-sonnet-4-5"``) or anything else: the
+            message says how to get the model.
+    """
+    if isinstance(value, Model):
+        return value
+    hint = ""
+    if isinstance(value, str):
+        provider, _, model_id = value.partition("/")
+        hint = f": pt.get_model({provider!r}, {model_id or '...'!r}) makes one of that name"
+    raise TypeError(f"model must be a pt.Model, got {describe(value)}{hint}")
+
+
 def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     """A copy of ``value``, refusing at once an item that is not a message.
 
@@ -100,7 +116,7 @@ class AgentState:
     """
 
     system_prompt: str = ""
-    model: Model = DEFAULT_MODEL
+    _model: Model = attrs.field(default=DEFAULT_MODEL, converter=_a_model, alias="model")
     thinking_level: ThinkingLevelSetting = "off"
     # Copies on assignment are made by the properties below; plain attribute writes elsewhere
     # (the run updates this state for every event) stay as cheap as Python allows.
@@ -114,6 +130,14 @@ class AgentState:
     _pending: set[str] | None = attrs.field(default=None, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
     error: BaseException | None = attrs.field(default=None, init=False)
+
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    @model.setter
+    def model(self, value: Model) -> None:
+        self._model = _a_model(value)
 
     @property
     def tools(self) -> list[AgentTool]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._backend import SCHEMA_VERSION, Holder, Lease, SessionBackend, SessionInfo
 from ._entries import ENTRY_KINDS, FORMAT_VERSION, SessionEntry
+from ._open import open_session_store
 from ._recorder import SessionRecorder
 from ._repair import (
     NOT_STARTED_TEXT,
@@ -20,7 +21,7 @@ from ._repair import (
 )
 from ._serve import serve_sessions
 from ._sqlite import SqliteBackend
-from ._store import SessionStore, open_session_store
+from ._store import SessionStore
 
 __all__ = [
     "ENTRY_KINDS",

@@ -164,6 +164,11 @@ class SqliteBackend:
     # --- in the thread -----------------------------------------------------------------------
 
     def _setup(self) -> None:
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(
+                f"the session store {self.path!r} is a directory: give a file in it, "
+                f"such as {os.path.join(self.path, 'agents.db')!r}"
+            )
         db = sqlite3.connect(
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )

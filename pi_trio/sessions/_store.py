@@ -9,7 +9,6 @@ many processes) plug in behind the same :class:`SessionBackend` protocol.
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +18,7 @@ import attrs
 import trio
 
 from .._callbacks import exception_line
-from .._errors import SessionBusyError, SessionLogError
+from .._errors import SessionBusyError, SessionLogError, SessionNotFoundError
 from .._groups import plain_exception
 from .._logging import sessions_logger
 from ..agent import Agent, AgentState
@@ -49,9 +48,9 @@ from ._repair import (
     restore,
     stopped_message,
 )
-from ._sqlite import SqliteBackend, new_holder
+from ._sqlite import new_holder
 
-__all__ = ["SessionStore", "open_session_store"]
+__all__ = ["SessionStore"]
 
 
 class SessionStore:
@@ -101,6 +100,7 @@ class SessionStore:
         *,
         initial_state: AgentState | None = None,
         wait: bool = False,
+        create: bool = True,
         **agent_options: Any,
     ) -> AsyncIterator[Agent]:
         """``async with store.open_agent(id, initial_state=..., **options) as agent``.
@@ -126,6 +126,8 @@ class SessionStore:
             initial_state: the new session's state; for an existing one, its tools (and model
                 object).
             wait: when another holder has the session, wait for it instead of raising.
+            create: False: only open a session the store has (a mistyped id raises
+                :class:`pt.SessionNotFoundError` instead of starting a new session).
             agent_options: :class:`pt.Agent`'s keyword arguments (not ``recorder``);
                 ``session_id`` (the provider's cache key) defaults to the session's id.
 
@@ -134,14 +136,27 @@ class SessionStore:
                 this holder lost it during the block (its lease expired, or a commit found it
                 taken over); an exception the block itself raised comes out instead.
             pt.SessionLogError: the log cannot be read; nothing is changed.
+            pt.SessionNotFoundError: ``create=False`` and no session has that id.
 
         Cancellation while opening gives the session back; a commit in flight completes first.
         """
         if "recorder" in agent_options:
             raise TypeError("open_agent() makes the agent's recorder: do not pass recorder=")
+        if not create and not await self._exists(session_id):
+            raise SessionNotFoundError(
+                f"no session {session_id!r} in {self.backend.description} (create=False)",
+                session_id=session_id,
+            )
         lease, taken = await self._acquire(session_id, wait)
         async with self.open_leased(lease, taken, initial_state, agent_options) as agent:
             yield agent
+
+    async def _exists(self, session_id: str) -> bool:
+        """Whether the store has the session: a log, or a row (queued input, say)."""
+        _check_id(session_id)
+        if await self.backend.load_rows(session_id):
+            return True
+        return any(info.session_id == session_id for info in await self.backend.list_sessions())
 
     @asynccontextmanager
     async def open_leased(
@@ -422,77 +437,3 @@ async def _replay(
     recorder.note("tool_result", ToolExecutionEnd(call_id, name, result, is_error))
     await recorder.flush()
     return ToolResultMessage(call_id, name, result.content, result.details, is_error)
-
-
-# --- opening a store -------------------------------------------------------------------------
-
-
-def _scheme(url: str | os.PathLike[str]) -> str:
-    text = os.fspath(url)
-    return text.split("://", 1)[0].lower() if "://" in text else ""
-
-
-def _sqlite_path(url: str | os.PathLike[str]) -> str:
-    text = os.fspath(url)
-    if text.startswith("sqlite://"):
-        text = text[len("sqlite://") :]
-        if not text:
-            raise ValueError("sqlite:// needs a path: sqlite:///path/to/agents.db")
-        return text
-    scheme = _scheme(text)
-    if scheme:
-        raise ValueError(
-            f"unknown session store URL scheme {scheme!r}: give a file path, sqlite:///path "
-            "or postgresql://user@host/database"
-        )
-    return text
-
-
-@asynccontextmanager
-async def open_session_store(
-    url: str | os.PathLike[str],
-    *,
-    busy_timeout: float = 5.0,
-    synchronous: Literal["normal", "full"] = "normal",
-    lease_ttl: float = 30.0,
-    connections: int = 2,
-) -> AsyncIterator[SessionStore]:
-    """``async with pt.open_session_store("agents.db") as store``: a session store.
-
-    A plain path or ``sqlite:///path`` is the embedded default: one SQLite file (created when
-    missing) in WAL mode, driven by one dedicated thread per store; other processes may open
-    the same file. ``busy_timeout`` (seconds) bounds a wait for another process's write lock;
-    ``synchronous="full"`` adds an fsync per commit so that commits also survive a power loss
-    (the default keeps them across any crash of the process).
-
-    ``postgresql://user:password@host/database`` (any libpq URL) is a shared PostgreSQL
-    database (needs ``pip install 'pi-trio[postgres]'``): the same sessions and log for many
-    processes and machines, with ``store.enqueue()`` and :func:`pt.serve_sessions`. Its holder
-    leases last ``lease_ttl`` seconds unless renewed (the holder renews them every third of
-    that); ``connections`` connections, each owned by a dedicated thread.
-
-    Raises:
-        ValueError: an unknown URL scheme.
-        ImportError: a postgresql:// URL without psycopg installed.
-        pt.SessionLogError: the file or database is not a pi_trio session store (or a newer
-            one's), or the database cannot be reached (the message never holds a password).
-
-    The block's end (cancelled or not) stops the store's threads once their last request is
-    done.
-    """
-    backend: SessionBackend
-    if _scheme(url) in ("postgresql", "postgres"):
-        from ._postgres import PostgresBackend  # psycopg only for PostgreSQL stores
-
-        backend = await PostgresBackend.open(
-            os.fspath(url), lease_ttl=lease_ttl, connections=connections
-        )
-    else:
-        backend = await SqliteBackend.open(
-            _sqlite_path(url), busy_timeout=busy_timeout, synchronous=synchronous
-        )
-    try:
-        yield SessionStore(backend)
-    finally:
-        with trio.CancelScope(shield=True):
-            await backend.aclose()
