@@ -31,6 +31,7 @@ from typing import TypeAlias
 
 import attrs
 import trio
+import trio.testing
 
 from ..agent import Agent
 from ..events import AgentEvent, BudgetReached, QueueUpdate
@@ -92,7 +93,29 @@ async def _build(make_agent: AgentFactory) -> Agent:
         raise TypeError(
             f"make_agent() must return a pt.Agent (a fresh one per run), not {type(agent).__name__}"
         )
+    _check_clock(agent)
     return agent
+
+
+def _check_clock(agent: Agent) -> None:
+    """Refuse a plain-def tool under an autojump clock: its worker thread's time moves no
+    virtual clock, which jumps past the run's timeout while the thread works (every run would
+    be reported hung).
+
+    Raises:
+        ValueError: saying which tool, and the two ways out.
+    """
+    clock = trio.lowlevel.current_clock()
+    if not isinstance(clock, trio.testing.MockClock) or clock.autojump_threshold == math.inf:
+        return
+    threaded = [tool.name for tool in agent.state.tools if not tool.is_async]
+    if threaded:
+        raise ValueError(
+            f"stress() under an autojump MockClock cannot time the plain-def tool(s) "
+            f"{', '.join(threaded)}: a worker thread's time moves no virtual clock, so every "
+            "run would look hung. Make the tool async (a Trio sleep is virtual), or run the "
+            "stress test on the real clock"
+        )
 
 
 def _describe(exc: BaseException) -> str:
@@ -282,6 +305,8 @@ async def stress(
 
     Raises:
         ValueError: for settings out of range.
+        ValueError: also for an agent with a plain-def tool under an autojump MockClock
+            (its thread's time cannot move the virtual clock).
         TypeError: when ``make_agent()`` does not give an Agent (what ``make_agent()`` itself
             raises propagates as it is).
 

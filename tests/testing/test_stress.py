@@ -274,3 +274,21 @@ async def test_a_run_that_never_goes_idle_is_reported_hung(
     )
     assert report.violations[0].kinds == ("hung",)
     assert "not idle 30 s after its prompt" in report.violations[0].problems[0]
+
+
+def _sync_nap(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    return pt.ToolResult([pt.TextContent("napped")])  # a plain def: it runs in a thread
+
+
+async def test_a_plain_def_tool_under_the_autojump_clock_is_refused_not_hung(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    with pytest.raises(ValueError, match=r"plain-def tool\(s\) work: .* Make the tool async"):
+        await ptt.stress(lambda: agents.agent_with(_sync_nap), "Go.", runs=5, seed=1)
+
+
+@pytest.mark.slow  # the real clock: seconds of streaming
+async def test_a_plain_def_tool_on_the_real_clock_is_stressed() -> None:
+    make = lambda: agents.agent_with(_sync_nap)  # noqa: E731
+    report = await ptt.stress(make, "Go.", runs=3, calibration_runs=1, seed=1)
+    assert report.ok, report.summary()
