@@ -18,6 +18,7 @@ import json
 import os
 from typing import Any
 
+import h11
 import trio
 
 import pi_trio as pt
@@ -84,38 +85,45 @@ async def answer(question: str, deadline: float) -> dict[str, Any]:
     }
 
 
-# --- a minimal HTTP/1.1 server on trio (one request per connection) -------------------------
+# --- HTTP/1.1 with h11 (a pi_trio dependency already), one request per connection --------
 
 
-async def read_request(stream: trio.SocketStream) -> tuple[str, str, bytes]:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(4096)
-        if not chunk or len(data) > MAX_BODY:
-            raise ValueError("incomplete request")
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    request_line, *header_lines = head.decode("latin-1").split("\r\n")
-    method, path, _ = request_line.split(" ", 2)
-    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
-    length = int(headers.get("content-length", "0"))
-    if length > MAX_BODY:
-        raise ValueError("body too large")
-    while len(body) < length:
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            raise ValueError("incomplete body")
-        body += chunk
-    return method, path, body[:length]
+class BadRequest(Exception):
+    pass
 
 
-async def respond(stream: trio.SocketStream, status: str, payload: dict[str, Any]) -> None:
+async def read_request(stream: trio.SocketStream, http: h11.Connection) -> tuple[str, str, bytes]:
+    """The request's method, target and body, however the bytes arrive."""
+    method = target = ""
+    body = b""
+    while True:
+        event = http.next_event()
+        if event is h11.NEED_DATA:
+            http.receive_data(await stream.receive_some(4096))  # b"" at EOF: h11 says so
+        elif isinstance(event, h11.Request):
+            method, target = event.method.decode(), event.target.decode()
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > MAX_BODY:
+                raise BadRequest("body too large")
+        elif isinstance(event, h11.EndOfMessage):
+            return method, target, body
+        else:  # ConnectionClosed before the request was whole
+            raise BadRequest("incomplete request")
+
+
+async def respond(
+    stream: trio.SocketStream, http: h11.Connection, status: int, payload: dict[str, Any]
+) -> None:
     body = json.dumps(payload).encode()
-    head = (
-        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    await stream.send_all(head.encode() + body)
+    headers = [
+        ("content-type", "application/json"),
+        ("content-length", str(len(body))),
+        ("connection", "close"),
+    ]
+    for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body)):
+        await stream.send_all(http.send(event) or b"")
+    await stream.send_all(http.send(h11.EndOfMessage()) or b"")
 
 
 async def handle(stream: trio.SocketStream) -> None:
@@ -125,19 +133,21 @@ async def handle(stream: trio.SocketStream) -> None:
 
 
 async def handle_request(stream: trio.SocketStream) -> None:
+    http = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_BODY)
     async with stream:
         try:
-            method, path, body = await read_request(stream)
+            method, path, body = await read_request(stream, http)
             if (method, path) != ("POST", "/ask"):
-                await respond(stream, "404 Not Found", {"error": "POST /ask"})
+                await respond(stream, http, 404, {"error": "POST /ask"})
                 return
             request = json.loads(body)
             question = str(request["question"])
             deadline = min(float(request.get("deadline", 30)), 120.0)
-        except (ValueError, KeyError, TypeError) as exc:
-            await respond(stream, "400 Bad Request", {"error": str(exc)})
+        except (BadRequest, h11.RemoteProtocolError, ValueError, KeyError, TypeError) as exc:
+            if http.our_state is h11.SEND_RESPONSE:
+                await respond(stream, http, 400, {"error": str(exc)})
             return
-        await respond(stream, "200 OK", await answer(question, deadline))
+        await respond(stream, http, 200, await answer(question, deadline))
 
 
 async def serve(

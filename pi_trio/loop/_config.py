@@ -160,7 +160,9 @@ def _hook() -> Any:
 @attrs.frozen
 class AgentLoopConfig:
     """Configuration of one run (pi's ``AgentLoopConfig``): ``AgentLoopConfig(model,
-    convert_to_llm=None, *, ...)``, every other field by keyword.
+    convert_to_llm=None, *, ...)``, every other field by keyword. Every hook may be a plain
+    function or an async one; the API reference's "Hook types" table says what each gets and
+    returns.
 
     ``convert_to_llm`` turns the transcript into what the model sees; without it, the user,
     assistant and tool-result messages are passed and custom messages dropped (pi's default),
