@@ -325,3 +325,21 @@ def test_budgets_out_of_range_are_refused() -> None:
         pt.Agent(max_turns=0)
     with pytest.raises(ValueError, match="max_cost"):
         pt.Agent(max_cost=0)
+
+
+def test_the_tool_decorator_takes_a_timeout_and_replay() -> None:
+    @pt.tool(timeout=2.5, replay="safe")
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    assert (lookup.timeout, lookup.replay, lookup.name) == (2.5, "safe", "lookup")
+
+    def shout(text: str) -> str:
+        """Shout."""
+        return text.upper()
+
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        pt.tool(timeout=0)(shout)
+    with pytest.raises(ValueError, match="replay must be 'never' or 'safe'"):
+        pt.tool(replay="always")(shout)  # type: ignore[call-overload]

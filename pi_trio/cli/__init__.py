@@ -9,7 +9,9 @@ status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -19,6 +21,7 @@ import trio
 from .._version import __version__
 from ._interrupt import INTERRUPTED, run_interruptible
 from ._models import SCRIPTED, CliError, resolve_model
+from ._render import OutputGone
 from ._sessions import add_session_options, add_sessions_parser
 
 if TYPE_CHECKING:
@@ -35,14 +38,20 @@ PROXY_PORT = 8787
 
 
 def _delay(value: str) -> float:
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
     if not 0 <= seconds <= 10:
         raise argparse.ArgumentTypeError("must be between 0 and 10 seconds")
     return seconds
 
 
 def _port(value: str) -> int:
-    port = int(value)
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError("must be between 0 and 65535")
     return port
@@ -155,9 +164,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"pi-trio: error: {exc}", file=sys.stderr)
         return 2
+    except (BrokenPipeError, OutputGone):  # the reader of stdout went away (| head)
+        _silence_stdout()
+        return 0
+    except BaseExceptionGroup as group:  # the same, from a command's own nursery
+        if group.split((BrokenPipeError, OutputGone))[1] is not None:
+            raise
+        _silence_stdout()
+        return 0
     except KeyboardInterrupt:  # before the command's own SIGINT handling is in place
         print("pi-trio: interrupted", file=sys.stderr)
         return INTERRUPTED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not hit the broken pipe
+    again ("Exception ignored ... BrokenPipeError" at exit)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _dispatch(args: argparse.Namespace) -> int:

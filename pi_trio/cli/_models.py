@@ -46,7 +46,8 @@ def resolve_model(spec: str, base_url: str | None = None) -> Model:
 
     For the providers of :data:`ANY_ID` an id the registry does not list is accepted (its
     provider's listed model with that id). ``base_url`` replaces the model's server
-    (``http://host:11434/v1`` for an Ollama elsewhere, say).
+    (``http://host:11434/v1`` for an Ollama elsewhere, say); with it, a provider the registry
+    does not know (``llama.cpp/qwen3``) is a local OpenAI-compatible server that needs no key.
 
     Raises :class:`CliError` with a message that says what to do (unknown model, missing key).
     """
@@ -56,18 +57,26 @@ def resolve_model(spec: str, base_url: str | None = None) -> Model:
             f"--model wants provider/id (e.g. anthropic/claude-sonnet-4-5) or {SCRIPTED!r}, "
             f"got {spec!r}"
         )
+    local = False
     try:
         model = get_model(provider, model_id)
     except PiError as exc:
         templates = list_models(provider) if provider in ANY_ID else []
-        if not templates:
-            raise CliError(str(exc)) from None
+        if not templates and base_url is None:
+            raise CliError(
+                f"{exc}; for a local OpenAI-compatible server (llama.cpp, vLLM, LM Studio...) "
+                "add --base-url http://host:port/v1"
+            ) from None
+        if not templates:  # a local server under its own name: OpenAI-compatible, no key
+            templates, local = list_models("ollama"), True
         model = attrs.evolve(templates[0], id=model_id, name=model_id)
+        if local:
+            model = attrs.evolve(model, provider=provider)
     if base_url is not None:
         if not base_url.startswith(("http://", "https://")):
             raise CliError(f"--base-url wants an http:// or https:// URL, got {base_url!r}")
         model = attrs.evolve(model, base_url=base_url.rstrip("/"))
-    if model.provider not in _KEYLESS and get_env_api_key(model.provider) is None:
+    if not local and model.provider not in _KEYLESS and get_env_api_key(model.provider) is None:
         names = " or ".join(ENV_API_KEYS.get(model.provider, ())) or "an API key variable"
         raise CliError(f"{spec} needs an API key: set {names} in the environment")
     return model

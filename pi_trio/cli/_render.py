@@ -26,7 +26,7 @@ from ..events import (
 )
 from ..messages import AssistantMessage, TextContent, UserMessage
 
-__all__ = ["EventPrinter", "Style", "short", "text_of"]
+__all__ = ["EventPrinter", "OutputGone", "Style", "short", "text_of"]
 
 
 def wants_color(stream: TextIO) -> bool:
@@ -81,6 +81,11 @@ def text_of(message: Any) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
+class OutputGone(BaseException):
+    """The reader of the command's output went away (``| head``). A BaseException, as
+    ``KeyboardInterrupt`` is: it aborts the run and reaches ``main``, which stops quietly."""
+
+
 class EventPrinter:
     """Writes a run as it happens: streamed text, injected user messages, tool calls.
 
@@ -98,8 +103,11 @@ class EventPrinter:
 
     def write(self, text: str) -> None:
         if text:
-            self.out.write(text)
-            self.out.flush()
+            try:
+                self.out.write(text)
+                self.out.flush()
+            except BrokenPipeError:
+                raise OutputGone from None  # ends the command quietly, the run aborted
             self._at_line_start = text.endswith("\n")
 
     def typed_newline(self) -> None:

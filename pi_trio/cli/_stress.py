@@ -157,6 +157,9 @@ def run_command(args: argparse.Namespace) -> int:
     name = DEMO if args.demo else args.factory
     if args.only_run is not None and (args.seed is None or args.window is None):
         raise CliError("--only-run needs the --seed and --window of the report it reproduces")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise CliError(f"{option} {path}: its folder does not exist (checked before the runs)")
 
     async def main() -> StressReport:
         return await stress(

@@ -24,7 +24,7 @@ import re
 import textwrap
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, get_args, get_origin, overload
+from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
 import attrs
 
@@ -48,6 +48,8 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
+    timeout: float | None = None,
+    replay: Literal["never", "safe"] = "never",
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
 
 
@@ -59,6 +61,8 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
+    timeout: float | None = None,
+    replay: Literal["never", "safe"] = "never",
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Describe a function as a tool; use as ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -69,6 +73,10 @@ def tool(
         description: the tool's description (default: the docstring's first paragraph).
         execution_mode: ``"sequential"`` or ``"parallel"`` for this tool (default: the
             loop's).
+        timeout: seconds one execution may take (see :class:`AgentTool`; default: the
+            loop's ``tool_timeout``).
+        replay: ``"safe"`` lets a durable session re-run a call a crash interrupted (an
+            idempotent tool); ``"never"`` (the default) does not.
 
     Returns:
         The :class:`AgentTool`, or (with keywords only) a decorator that makes it.
@@ -76,11 +84,17 @@ def tool(
     Raises:
         TypeError: ``fn`` is not callable, or has ``*args``/``**kwargs``, positional-only
             parameters or annotations that have no JSON schema.
-        ValueError: ``execution_mode`` is neither mode.
+        ValueError: ``execution_mode`` is neither mode, ``replay`` neither value, or
+            ``timeout`` not above 0.
     """
 
     def decorate(function: Callable[..., Any]) -> AgentTool:
-        return _build(function, name, label, description, execution_mode)
+        tool = _build(function, name, label, description, execution_mode)
+        if timeout is None and replay == "never":
+            return tool
+        if replay not in ("never", "safe"):
+            raise ValueError(f"replay must be 'never' or 'safe', not {replay!r}")
+        return attrs.evolve(tool, timeout=timeout, replay=replay)
 
     if fn is not None:
         return decorate(fn)
