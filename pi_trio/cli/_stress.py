@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import json
 import math
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -122,8 +123,10 @@ class ProgressLine:
         self.tty = stream.isatty()
         self._shown = -1.0
         self._step = 0
+        self.last: StressProgress | None = None
 
     def __call__(self, progress: StressProgress) -> None:
+        self.last = progress
         fraction = progress.done / progress.total if progress.total else 1.0
         eta = "-" if progress.eta is None else f"{progress.eta:.0f} s"
         text = (
@@ -161,21 +164,34 @@ def run_command(args: argparse.Namespace) -> int:
         if path and not Path(path).resolve().parent.is_dir():
             raise CliError(f"{option} {path}: its folder does not exist (checked before the runs)")
 
+    seed = random.randrange(2**32) if args.seed is None else args.seed
+    progress = ProgressLine(sys.stderr)
+
     async def main() -> StressReport:
         return await stress(
-            factory, args.prompt, runs=max(args.runs, (args.only_run or 0) + 1), seed=args.seed,
-            abort=args.abort, concurrency=args.concurrency, progress=ProgressLine(sys.stderr),
+            factory, args.prompt, runs=max(args.runs, (args.only_run or 0) + 1), seed=seed,
+            abort=args.abort, concurrency=args.concurrency, progress=progress,
             window=args.window, only_run=args.only_run,
             max_abort_latency=args.max_latency / 1000, allow_errors=args.allow_errors,
         )  # fmt: skip
 
     try:
-        result = run_interruptible(main)
+        result = run_interruptible(main, message=None)
     except TypeError as exc:
         if not str(exc).startswith("make_agent() must return"):
             raise
         raise CliError(f"{name}: {exc}") from None
-    if isinstance(result, int):
+    if isinstance(result, int):  # Ctrl-C: what was done, then the usual line
+        done = progress.last
+        if done is not None:
+            if progress.tty:
+                sys.stderr.write("\n")
+            print(
+                f"stress: {done.done} of {done.total} runs done, {done.violations} violations "
+                f"(seed {seed})",
+                file=sys.stderr,
+            )
+        print("pi-trio: interrupted", file=sys.stderr, flush=True)
         return result
     report = result
     print(f"pi-trio stress {name} (prompt {args.prompt!r})")

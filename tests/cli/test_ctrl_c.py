@@ -107,10 +107,14 @@ def test_demo() -> None:
     assert_one_line(proc, interrupt(proc))
 
 
-def test_stress() -> None:
-    proc = Process("stress", "--demo", "--runs", "3000")
+def test_stress_says_what_was_done_before_it_stopped() -> None:
+    proc = Process("stress", "--demo", "--runs", "3000", "--seed", "7")
     proc.expect_error("stress: 300/3000", timeout=60)  # the first tenth
     assert_one_line(proc, interrupt(proc), after_log=True)  # after the progress lines
+    summary = proc.error_text.splitlines()[-2]
+    assert summary.startswith("stress: "), proc.error_text
+    assert summary.endswith("of 3000 runs done, 0 violations (seed 7)"), summary
+    assert int(summary.split()[1]) >= 300
 
 
 def test_chat_at_the_prompt_says_bye_on_its_output() -> None:
