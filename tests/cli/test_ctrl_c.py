@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ._helpers import Process
+from ._helpers import Process, env_without_keys
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child needs POSIX"),
@@ -136,3 +138,33 @@ def test_a_command_that_fails_at_once_raises_its_own_error() -> None:
 
     with pytest.raises(TypeError, match="bad factory"):
         run_interruptible(fails)
+
+
+SLOW_IMPORT = """
+import sys, time
+class _Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pi_trio":
+            sys.stderr.write("loading pi_trio\\n")
+            sys.stderr.flush()
+            time.sleep(30)
+        return None
+sys.meta_path.insert(0, _Slow())
+"""
+
+
+def test_while_the_library_is_still_loading(tmp_path) -> None:
+    """The console script's first module holds a quiet handler until pi_trio is imported."""
+    script = Path(sys.executable).with_name("pi-trio")
+    if not script.exists():
+        pytest.fail(f"{script} is missing: install the package (pip install -e .)")
+    (tmp_path / "sitecustomize.py").write_text(SLOW_IMPORT)  # pi_trio's import blocks
+    env = env_without_keys() | {"PYTHONPATH": str(tmp_path)}
+    proc = subprocess.Popen(
+        [str(script), "demo"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == b"loading pi_trio\n"
+    proc.send_signal(signal.SIGINT)
+    output, errors = proc.communicate(timeout=15)
+    assert (proc.returncode, errors.decode(), output) == (130, INTERRUPTED, b"")
