@@ -7,10 +7,13 @@ agent or a loop set-up around them, sinks that record, and the checks of pi's ab
 from __future__ import annotations
 
 import gc
+import os
 import types
+import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+import pytest
 import trio
 
 import pi_trio as pt
@@ -267,3 +270,21 @@ class NullRecorder:
 
     def cleared(self, kind: str) -> None:
         pass
+
+
+def no_postgres(why: str) -> NoReturn:
+    """Skip a PostgreSQL test loudly (a warning, and the reason in the summary), or fail it
+    when ``$PI_TRIO_REQUIRE_POSTGRES`` is set (CI)."""
+    message = f"PostgreSQL tests skipped: {why}"
+    if os.environ.get("PI_TRIO_REQUIRE_POSTGRES"):
+        pytest.fail(f"{message} (and PI_TRIO_REQUIRE_POSTGRES is set)", pytrace=False)
+    warnings.warn(message, stacklevel=2)
+    pytest.skip(message)
+
+
+def require_psycopg() -> None:
+    """Go on only where psycopg is installed (else :func:`no_postgres`)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        no_postgres("psycopg is not installed (pip install -e '.[dev,postgres]')")

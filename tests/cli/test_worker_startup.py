@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("psycopg")
+from ..support import require_psycopg
+
+
+@pytest.fixture(autouse=True)
+def _psycopg() -> None:
+    require_psycopg()  # a loud skip (or a failure in CI), never a silent one
+
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "Sekr1tPw"

@@ -9,55 +9,38 @@ PostgreSQL tests are skipped, loudly (a warning and the skip reason in the summa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-import shutil
-import tempfile
 import urllib.parse
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..support import no_postgres, require_psycopg
 from . import _pg
 
 BACKENDS = ["sqlite", "postgresql"]
 
 
-def _no_postgres(why: str) -> None:
-    message = f"PostgreSQL tests skipped: {why}"
-    if os.environ.get("PI_TRIO_REQUIRE_POSTGRES"):
-        pytest.fail(f"{message} (and PI_TRIO_REQUIRE_POSTGRES is set)", pytrace=False)
-    warnings.warn(message, stacklevel=1)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """The URL of a PostgreSQL server these tests may create databases on."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        _no_postgres("psycopg is not installed (pip install -e '.[dev,postgres]')")
+    require_psycopg()
     given = os.environ.get("PI_TRIO_TEST_POSTGRES_URL")
     if given:
         yield given
         return
     if _pg.binaries() is None:
-        _no_postgres("no server (set PI_TRIO_TEST_POSTGRES_URL, or install postgresql)")
-    directory = Path(tempfile.mkdtemp(prefix="pi-trio-pg-", dir="/tmp"))
-    try:
-        url = _pg.start(directory, tcp=True)
-    except Exception as exc:
-        shutil.rmtree(directory, ignore_errors=True)
-        _no_postgres(f"could not start a throwaway server ({exc})")
-    try:
+        no_postgres("no server (set PI_TRIO_TEST_POSTGRES_URL, or install postgresql)")
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(_pg.throwaway(tcp=True))
+        except (RuntimeError, OSError) as exc:
+            no_postgres(f"could not start a throwaway server: {exc}")
         yield url
-    finally:
-        _pg.stop(directory)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def with_database(url: str, name: str) -> str:

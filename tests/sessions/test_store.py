@@ -129,14 +129,26 @@ async def test_a_dead_process_is_no_holder(tmp_path: Path) -> None:
     [
         ("telepathy", "{}", 1, "unknown entry kind 'telepathy'"),
         ("message", "{}", 7, "entry format version 7 is newer"),
-        ("message", "{not json", 1, "bad JSON in entry data"),
     ],
 )
 async def test_a_bad_entry_names_session_seq_and_problem(
     store_url: str, raw: Raw, kind: str, data: str, version: int, problem: str
 ) -> None:
-    if _is_pg(store_url) and data == "{not json":
-        pytest.skip("PostgreSQL refuses bad JSON when it is written: see the test below")
+    await _bad_entry_is_refused_and_kept(store_url, raw, kind, data, version, problem)
+
+
+async def test_bad_json_in_sqlite_names_session_seq_and_problem(tmp_path: Path) -> None:
+    """SQLite stores any text; PostgreSQL's jsonb column refuses it when it is written."""
+    store_url = str(tmp_path / "agents.db")
+    raw = Raw("sqlite", store_url)
+    await _bad_entry_is_refused_and_kept(
+        store_url, raw, "message", "{not json", 1, "bad JSON in entry data"
+    )
+
+
+async def _bad_entry_is_refused_and_kept(
+    store_url: str, raw: Raw, kind: str, data: str, version: int, problem: str
+) -> None:
     async with pt.open_session_store(store_url) as store:
         lease = await store.backend.acquire("s", new_holder("w"))
         assert not isinstance(lease, str)
