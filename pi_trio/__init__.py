@@ -32,6 +32,7 @@ from ._errors import (
     SessionBusyError,
     SessionLogError,
     SessionNotFoundError,
+    SessionStoreError,
     ToolArgumentError,
     WireFormatError,
 )
@@ -188,6 +189,7 @@ __all__ = [
     "SessionLogError",
     "SessionNotFoundError",
     "SessionStore",
+    "SessionStoreError",
     "ShouldStopAfterTurnContext",
     "StopReason",
     "StreamDone",

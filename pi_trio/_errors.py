@@ -15,6 +15,7 @@ working. The classes are not final: an application may derive its own errors fro
     ├── EventsOverflowError                 an agent.events() reader fell too far behind
     ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
     ├── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
+    │   └── SessionStoreError (SessionLogError)   the store failed (unreachable, full)
     └── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
@@ -38,6 +39,7 @@ __all__ = [
     "SessionBusyError",
     "SessionLogError",
     "SessionNotFoundError",
+    "SessionStoreError",
     "ToolArgumentError",
     "WireFormatError",
 ]
@@ -214,6 +216,18 @@ class SessionLogError(PiError, ValueError):
         self.session_id = session_id
         self.seq = seq
         self.problem = problem or message
+
+
+class SessionStoreError(SessionLogError):
+    """The session store failed, not the log: the database could not be reached again within
+    its bound after a dropped connection, a commit's outcome is unknown because the
+    connection dropped during it, or the disk is full. Nothing in the log is wrong, and
+    nothing written before is lost: try again once the store is back (a worker leaves the
+    session pending for that, where a :class:`SessionLogError` proper parks it).
+
+    A subclass of :class:`SessionLogError`, so code that catches that one catches it too;
+    ``problem`` says which failure it was, and the driver's exception is chained.
+    """
 
 
 class SessionNotFoundError(PiError, LookupError):

@@ -53,7 +53,7 @@ def test_error_tree_in_the_docstring_draws_every_error_class() -> None:
     line of it, with its built-in base in parentheses, so the drawing cannot drift."""
     drawn: dict[str, str] = {}
     for line in (_errors.__doc__ or "").splitlines():
-        found = re.match(r"\s+[├└]── (\w+)(?: \((\w+)\))?(?:\s|$)", line)
+        found = re.match(r"[\s│]+[├└]── (\w+)(?: \((\w+)\))?(?:\s|$)", line)
         if found:
             drawn[found[1]] = found[2] or ""
     # the class statements of the module's source (``__module__`` is fixed up to ``pi_trio``)

@@ -24,6 +24,7 @@ def open_session_store(
     synchronous: Literal["normal", "full"] = "normal",
     lease_ttl: float = 30.0,
     connections: int = 2,
+    reconnect_for: float = 10.0,
 ) -> StoreOpener:
     """``async with pt.open_session_store("agents.db") as store``: a session store.
 
@@ -37,7 +38,11 @@ def open_session_store(
     database (needs ``pip install 'pi-trio[postgres]'``): the same sessions and log for many
     processes and machines, with ``store.enqueue()`` and :func:`pt.serve_sessions`. Its holder
     leases last ``lease_ttl`` seconds unless renewed (the holder renews them every third of
-    that); ``connections`` connections, each owned by a dedicated thread.
+    that); ``connections`` connections, each owned by a dedicated thread. A connection that
+    drops (a server restart, a failover, a proxy's idle timeout) is replaced and the request
+    run again where that cannot do it twice, for up to ``reconnect_for`` seconds; past that
+    the caller gets :class:`pt.SessionStoreError` (see "When the database fails" in the
+    sessions guide).
 
     Raises (at ``async with``):
         ValueError: an unknown URL scheme.
@@ -49,7 +54,7 @@ def open_session_store(
     The block's end (cancelled or not) stops the store's threads once their last request is
     done.
     """
-    return StoreOpener(_open(url, busy_timeout, synchronous, lease_ttl, connections))
+    return StoreOpener(_open(url, busy_timeout, synchronous, lease_ttl, connections, reconnect_for))
 
 
 class StoreOpener(AbstractAsyncContextManager[SessionStore]):
@@ -105,6 +110,7 @@ async def _open(
     synchronous: Literal["normal", "full"],
     lease_ttl: float,
     connections: int,
+    reconnect_for: float,
 ) -> AsyncIterator[SessionStore]:
     """The store's block (see :func:`open_session_store`)."""
     backend: SessionBackend
@@ -112,7 +118,10 @@ async def _open(
         from ._postgres import PostgresBackend  # psycopg only for PostgreSQL stores
 
         backend = await PostgresBackend.open(
-            os.fspath(url), lease_ttl=lease_ttl, connections=connections
+            os.fspath(url),
+            lease_ttl=lease_ttl,
+            connections=connections,
+            reconnect_for=reconnect_for,
         )
     else:
         backend = await SqliteBackend.open(

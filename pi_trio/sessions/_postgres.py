@@ -34,6 +34,7 @@ import trio
 
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
+from ._pg_retry import Retrying, transaction
 from ._pg_schema import (
     CHANNEL,
     INSERT,
@@ -58,11 +59,14 @@ __all__ = ["PostgresBackend"]
 class PostgresBackend:
     """Session logs in a PostgreSQL database. Build with :meth:`open`; see the module doc."""
 
-    def __init__(self, url: str, *, lease_ttl: float, connections: int) -> None:
+    def __init__(
+        self, url: str, *, lease_ttl: float, connections: int, reconnect_for: float = 10.0
+    ) -> None:
         self._url = url
         self.description = redact(url)
         self.lease_ttl = lease_ttl
         self._psycopg = import_psycopg()
+        self._retrying = Retrying(self.description, url, self._psycopg, reconnect_for)
         self._threads: list[DedicatedThread] = []
         self._load = [0] * connections
         self._connections: list[psycopg.Connection[Any] | None] = [None] * connections
@@ -79,9 +83,16 @@ class PostgresBackend:
 
     @classmethod
     async def open(
-        cls, url: str, *, lease_ttl: float = 30.0, connections: int = 2
+        cls,
+        url: str,
+        *,
+        lease_ttl: float = 30.0,
+        connections: int = 2,
+        reconnect_for: float = 10.0,
     ) -> PostgresBackend:
         """Connect (``connections`` connections), create the tables when missing.
+        ``reconnect_for``: how long a request whose connection dropped tries new ones
+        (:mod:`._pg_retry`).
 
         Raises:
             ImportError: psycopg is not installed (``pip install 'pi-trio[postgres]'``).
@@ -93,7 +104,13 @@ class PostgresBackend:
             raise ValueError(f"lease_ttl must be a positive number of seconds, not {lease_ttl!r}")
         if connections < 1:
             raise ValueError(f"connections must be at least 1, not {connections!r}")
-        backend = cls(url, lease_ttl=lease_ttl, connections=connections)
+        if not reconnect_for >= 0:
+            raise ValueError(
+                f"reconnect_for must be a number of seconds (0 or more), not {reconnect_for!r}"
+            )
+        backend = cls(
+            url, lease_ttl=lease_ttl, connections=connections, reconnect_for=reconnect_for
+        )
         started: list[DedicatedThread] = []
         try:
             for thread in backend._threads:
@@ -171,22 +188,9 @@ class PostgresBackend:
         request.result = _value(getattr(self, "_op_" + request.op)(conn, *request.args))
 
     def _guarded(self, index: int, group: list[Request], run: Any) -> None:
-        psycopg = self._psycopg
-        try:
-            conn = self._conn(index)
-            run(conn, group)
-        except psycopg.Error as exc:
-            error = SessionLogError(
-                f"session store {self.description}: {scrub(str(exc), self._url).strip()}",
-                problem=type(exc).__name__,
-            )
-            for request in group:
-                if request.result is None:
-                    request.result = _error(error)
-        except BaseException as exc:
-            for request in group:
-                if request.result is None:
-                    request.result = _error(exc)
+        """``run(conn, group)``; a dropped connection is replaced and ``run`` retried where
+        that is safe, for up to ``reconnect_for`` seconds (:mod:`._pg_retry`)."""
+        self._retrying.run(functools.partial(self._conn, index), group, run)
 
     def _append_group(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
         """Every request's rows in one transaction, after locking and checking their sessions'
@@ -287,7 +291,7 @@ class PostgresBackend:
                     (session_id,),
                 )
             )
-            if current is not None and live:
+            if current is not None and live and current != holder.token:  # (a retry: ours)
                 return str(current)
             (epoch,) = self._lease_row(conn, session_id, holder)
             (last,) = _one(
@@ -353,7 +357,7 @@ class PostgresBackend:
     def _op_enqueue(
         self, conn: psycopg.Connection[Any], session_id: str, kind: str, data: str, when: int
     ) -> int:
-        with conn.transaction():
+        with transaction(conn, self._psycopg):
             (ident,) = _one(
                 conn.execute(
                     "INSERT INTO pi_trio_inbox (session_id, kind, data, time) VALUES (%s, %s, "
@@ -396,7 +400,7 @@ class PostgresBackend:
         ]
 
     def _op_delete(self, conn: psycopg.Connection[Any], session_id: str) -> bool:
-        with conn.transaction():
+        with transaction(conn, self._psycopg):
             row = conn.execute(
                 f"SELECT holder, coalesce(lease_expires > {NOW}, false) FROM pi_trio_sessions "
                 "WHERE session_id = %s FOR UPDATE",

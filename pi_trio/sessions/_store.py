@@ -18,7 +18,12 @@ import attrs
 import trio
 
 from .._callbacks import exception_line
-from .._errors import SessionBusyError, SessionLogError, SessionNotFoundError
+from .._errors import (
+    SessionBusyError,
+    SessionLogError,
+    SessionNotFoundError,
+    SessionStoreError,
+)
 from .._groups import plain_exception
 from .._logging import sessions_logger
 from ..agent import Agent, AgentState
@@ -209,8 +214,10 @@ class SessionStore:
         except BaseException as exc:
             if recorder is not None:
                 recorder.close()
-            # an unreadable log is not worth a worker's retrying until new input comes
-            await self._give_back(lease, exc, idle=False, give_up=isinstance(exc, SessionLogError))
+            # an unreadable log is not worth a worker's retrying until new input comes; a store
+            # that failed (SessionStoreError) is: the session stays pending
+            unreadable = isinstance(exc, SessionLogError) and not isinstance(exc, SessionStoreError)
+            await self._give_back(lease, exc, idle=False, give_up=unreadable)
             raise
         ending: BaseException | None = None  # what ended the block, if anything did
         try:
