@@ -154,3 +154,52 @@ async def test_a_worker_leaves_a_session_pending_when_the_store_fails_its_open(
         nursery.cancel_scope.cancel()
     async with pt.open_session_store(postgres_url) as store, store.open_agent("s1") as agent:
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+
+
+@pytest.mark.slow  # ten seconds of connections killed every second
+async def test_connections_killed_every_second_while_100_sessions_run(postgres_url: str) -> None:
+    """Every connection of the database (the workers', the listeners', the enqueuer's) is
+    ended once a second while 100 prompts arrive and run: each is answered once, and no
+    session is left parked or held."""
+    raw = Raw("postgresql", postgres_url)
+    unknown: list[str] = []  # enqueues whose COMMIT the kill cut: queued or not, unknown
+    async with (
+        pt.open_session_store(postgres_url, lease_ttl=5) as workers,
+        pt.open_session_store(postgres_url) as clients,
+        trio.open_nursery() as nursery,
+    ):
+        for _ in range(2):
+            nursery.start_soon(lambda: pt.serve_sessions(
+                workers, answering_options(), concurrency=8, poll_interval=0.2
+            ))  # fmt: skip
+
+        async def kill_every_second() -> None:
+            for _ in range(10):
+                await trio.sleep(1)
+                await trio.to_thread.run_sync(raw, KILL_OTHERS)
+
+        async with trio.open_nursery() as faults:
+            faults.start_soon(kill_every_second)
+            for n in range(100):
+                try:
+                    await clients.enqueue(f"s{n}", f"prompt {n}")
+                except pt.SessionStoreError as exc:
+                    assert exc.problem == "commit outcome unknown", exc
+                    unknown.append(f"s{n}")
+                await trio.sleep(0.1)
+        await until(lambda: raw(IDLE) == [(True,)], seconds=60)
+        nursery.cancel_scope.cancel()
+    answered = dict(
+        raw(
+            'SELECT session_id, count(*) FILTER (WHERE data::text LIKE \'%%"role":"assistant"%%\')'
+            " FROM pi_trio_entries WHERE kind = 'message' GROUP BY session_id"
+        )
+    )
+    for n in range(100):
+        sid = f"s{n}"
+        if sid in unknown:
+            assert answered.get(sid, 0) <= 1, sid
+        else:
+            assert answered.get(sid) == 1, (sid, answered.get(sid))
+    assert len(unknown) <= 5, unknown  # a kill must land inside a COMMIT to cut one
+    assert raw("SELECT count(*) FROM pi_trio_sessions WHERE pending") == [(0,)]
