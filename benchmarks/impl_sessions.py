@@ -150,7 +150,7 @@ async def s8_resume(turns: int) -> dict[str, Any]:
 
 
 def _holder() -> Any:
-    from pi_trio.sessions._sqlite import new_holder
+    from pi_trio.sessions._holders import new_holder
 
     return new_holder("bench")
 

@@ -164,7 +164,10 @@ class Retrying:
             except (self._psycopg.Error, CommitUnknown, SessionLogError) as exc:
                 cause = scrub(exception_line(exc), self._url).strip()
                 if not self._again(conn, group[0], exc):
-                    _fail(group, self._refused(group[0], exc, cause))
+                    refused = self._refused(group[0], exc, cause)
+                    if refused is not exc:
+                        refused.__cause__ = self._chained(exc)
+                    _fail(group, refused)
                     return
                 now = time.monotonic()
                 if deadline is None:
@@ -185,6 +188,7 @@ class Retrying:
                         cause,
                         bound=self.reconnect_for,
                     )
+                    error.__cause__ = self._chained(exc)
                     _fail(group, error)
                     return
                 for request in group:  # one transaction: none of it stands, or all of it
@@ -194,6 +198,11 @@ class Retrying:
             except BaseException as exc:
                 _fail(group, exc)
                 return
+
+    def _chained(self, exc: BaseException) -> BaseException | None:
+        """``exc`` as the cause of the caller's error, unless its text holds the password."""
+        text = str(exc)
+        return exc if scrub(text, self._url) == text else None
 
     @staticmethod
     def _again(conn: Any, request: Request, exc: BaseException) -> bool:
@@ -207,6 +216,13 @@ class Retrying:
             return unknown_commit(self.description, request_session(request), request.op, cause)
         if isinstance(exc, SessionLogError):
             return exc
+        if isinstance(exc, self._psycopg.OperationalError):  # the server failing: a full disk...
+            problem = "disk full" if exc.sqlstate == "53100" else ""
+            return SessionStoreError(
+                f"session store {self.description}: {cause}",
+                session_id=request_session(request),
+                problem=problem or type(exc).__name__,
+            )
         return SessionLogError(
             f"session store {self.description}: {cause}", problem=type(exc).__name__
         )

@@ -24,11 +24,11 @@ from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from .._logging import sessions_logger
 from ..agent import Agent
+from ._holders import new_holder
 from ._keeper import pull_inbox
 from ._pg_schema import CHANNEL
 from ._postgres import PostgresBackend
 from ._recorder import SessionRecorder
-from ._sqlite import new_holder
 from ._store import SessionStore
 
 __all__ = ["serve_sessions"]

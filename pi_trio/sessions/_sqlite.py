@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -29,9 +28,11 @@ import outcome
 
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import SCHEMA_VERSION, Holder, Lease, Row, SessionInfo, StoredRow
+from ._holders import holder_alive, holding, let_go
+from ._sqlite_faults import store_error, switch_to_wal
 from ._writer import DedicatedThread, Request
 
-__all__ = ["SqliteBackend", "process_start"]
+__all__ = ["SqliteBackend"]
 
 APPLICATION = "pi_trio.sessions"
 
@@ -94,37 +95,6 @@ def _values_insert(count: int) -> str:
     return statement
 
 
-_HOST = socket.gethostname()
-
-
-def process_start(pid: int) -> str | None:
-    """An id of process ``pid``'s start, or None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode()  # field 22 of stat(5): start time in clock ticks
-    except FileNotFoundError:
-        return None
-    except (OSError, IndexError):
-        pass
-    try:  # no /proc: the pid's existence is all we can tell
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return ""
-    return ""
-
-
-def _alive(pid: int | None, start: str | None) -> bool:
-    if pid is None:
-        return True  # a holder this backend cannot check: never taken over
-    current = process_start(pid)
-    if current is None:
-        return False
-    return not start or not current or current == start
-
-
 class SqliteBackend:
     """Session logs in one SQLite file. Build with :meth:`open`; see the module docstring."""
 
@@ -169,11 +139,17 @@ class SqliteBackend:
                 f"the session store {self.path!r} is a directory: give a file in it, "
                 f"such as {os.path.join(self.path, 'agents.db')!r}"
             )
-        db = sqlite3.connect(
-            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        try:
+            db = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from exc
         try:
             self._check_or_create(db)
+        except sqlite3.Error as exc:
+            db.close()
+            raise store_error(self.path, exc) from exc
         except BaseException:
             db.close()
             raise
@@ -197,8 +173,8 @@ class SqliteBackend:
             raise self._refuse(f"not a SQLite database: {exc}") from None
         if tables:
             self._check_meta(db, tables)
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal" and self.path != ":memory:":
+        mode = switch_to_wal(db, self._busy_timeout)
+        if mode.lower() != "wal" and self.path != ":memory:":
             raise self._refuse(f"cannot use WAL mode (journal mode {mode!r})")
         db.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
         if tables:
@@ -266,6 +242,12 @@ class SqliteBackend:
                     db.execute("ROLLBACK")
                 request.result = _error(exc)
             index += 1
+        for request in work:  # the driver's errors, as the store's (see ._sqlite_faults)
+            failed = request.result
+            if isinstance(failed, outcome.Error) and isinstance(failed.error, sqlite3.Error):
+                session = request.args[0] if request.args else ""
+                sid = session if isinstance(session, str) else session.session_id
+                request.result = _error(store_error(self.path, failed.error, sid))
 
     def _append_group(self, db: sqlite3.Connection, group: list[Request]) -> None:
         """Many sessions' appends in one transaction, in as few statements as possible.
@@ -372,7 +354,7 @@ class SqliteBackend:
             db.execute("COMMIT")
             return Lease(session_id, 1, holder, 0, True)
         epoch, current, pid, start = row
-        if current is not None and _alive(pid, start):
+        if current is not None and holder_alive(pid, start, current):
             db.execute("ROLLBACK")
             return str(current)
         db.execute(
@@ -409,7 +391,7 @@ class SqliteBackend:
         ).fetchall()
         infos = []
         for sid, created, epoch, holder, pid, start, updated, count in rows:
-            live = holder if holder is not None and _alive(pid, start) else None
+            live = holder if holder is not None and holder_alive(pid, start, holder) else None
             infos.append(SessionInfo(sid, created, updated or created, count, epoch, live))
         return infos
 
@@ -422,7 +404,7 @@ class SqliteBackend:
         if row is None:
             db.execute("ROLLBACK")
             return False
-        if row[0] is not None and _alive(row[1], row[2]):
+        if row[0] is not None and holder_alive(row[1], row[2], row[0]):
             db.execute("ROLLBACK")
             raise SessionBusyError(
                 f"session {session_id!r} is held by {row[0]}: it cannot be deleted while open",
@@ -438,12 +420,24 @@ class SqliteBackend:
 
     async def acquire(self, session_id: str, holder: Holder) -> Lease | str:
         """See :class:`SessionBackend`; cancellation: the transaction completes first."""
-        result: Lease | str = await self._thread.call("acquire", session_id, holder)
-        return result
+        holding(holder.token)  # before the row names it (see ._holders)
+        taken = False
+        try:
+            result: Lease | str = await self._thread.call("acquire", session_id, holder)
+            taken = isinstance(result, Lease)
+            return result
+        finally:
+            if not taken:
+                let_go(holder.token)
 
     async def release(self, lease: Lease, *, idle: bool = False, give_up: bool = False) -> None:
-        """Give the lease back (``idle``, ``give_up``: no worker pool on SQLite)."""
-        await self._thread.call("release", lease)
+        """Give the lease back (``idle``, ``give_up``: no worker pool on SQLite). The holder
+        counts as gone even when this fails (a full disk): the session is free to open again
+        in this process, and in others once this one ends."""
+        try:
+            await self._thread.call("release", lease)
+        finally:
+            let_go(lease.holder.token)
 
     async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
         """Commit ``rows`` (with other sessions' pending appends, in one transaction).
@@ -465,11 +459,6 @@ class SqliteBackend:
     async def delete(self, session_id: str) -> bool:
         deleted: bool = await self._thread.call("delete", session_id)
         return deleted
-
-
-def new_holder(token: str) -> Holder:
-    pid = os.getpid()
-    return Holder(f"{token}@{_HOST}:{pid}", pid, process_start(pid) or "")
 
 
 def _lost(lease: Lease, epoch: int | None) -> SessionBusyError:

@@ -42,6 +42,7 @@ from ..tools import AgentTool, exception_text
 from ..wire import from_json, to_json
 from ._backend import Lease, SessionBackend, SessionInfo
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
+from ._holders import new_holder
 from ._keeper import LeaseKeeper, pull_inbox
 from ._recorder import SessionRecorder, check_loggable, durable_before_tool_call
 from ._repair import (
@@ -53,7 +54,6 @@ from ._repair import (
     restore,
     stopped_message,
 )
-from ._sqlite import new_holder
 
 __all__ = ["SessionStore"]
 
@@ -249,7 +249,7 @@ class SessionStore:
                     nursery.cancel_scope.cancel()  # the keeper ends with the block
         except BaseExceptionGroup as group:
             ending = plain_exception(group)
-            raise ending from None
+            raise ending from ending.__cause__  # the group goes; its exception's own cause stays
         except BaseException as exc:
             ending = exc
             raise
@@ -273,7 +273,7 @@ class SessionStore:
                 after = (
                     f"its lease runs out by itself (within {lease.ttl:g} s)"
                     if lease.ttl is not None
-                    else "it is free once this process ends"
+                    else "this process may open it again, others once this process ends"
                 )
                 sessions_logger.warning(
                     "session %r: could not give it back either (%s); %s",

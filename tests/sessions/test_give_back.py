@@ -74,8 +74,8 @@ async def test_a_release_that_fails_as_the_block_raises_is_one_warning(
                 pass
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        f"session {sid!r}: could not give it back either (OSError: disk I/O error); it is free "
-        "once this process ends"
+        f"session {sid!r}: could not give it back either (OSError: disk I/O error); "
+        "this process may open it again, others once this process ends"
         for sid in ("s", "t")
     ]
     assert all(r.exc_info is None for r in caplog.records)

@@ -15,7 +15,7 @@ import trio
 
 import pi_trio as pt
 from pi_trio.providers import faux
-from pi_trio.sessions._sqlite import new_holder
+from pi_trio.sessions._holders import new_holder
 
 from .conftest import Raw, with_database
 

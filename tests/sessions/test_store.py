@@ -14,7 +14,7 @@ import trio
 
 import pi_trio as pt
 from pi_trio.sessions import SessionInfo
-from pi_trio.sessions._sqlite import new_holder
+from pi_trio.sessions._holders import new_holder
 
 from .conftest import Raw
 
@@ -195,8 +195,10 @@ async def test_a_duplicate_seq_fails_alone_and_writes_nothing(tmp_path: Path) ->
         blocker.execute("BEGIN IMMEDIATE")  # the store's thread waits on this lock...
 
         async def dup() -> None:
-            with pytest.raises(sqlite3.IntegrityError):
+            with pytest.raises(pt.SessionLogError, match="refused this commit") as caught:
                 await backend.append(one, [(2, "run_end", "{}", 2, 1), (1, "run_end", "{}", 2, 1)])
+            assert not isinstance(caught.value, pt.SessionStoreError)  # the commit, not the store
+            assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(backend.append, other, [(1, "run_start", "{}", 3, 1)])
