@@ -87,8 +87,8 @@ class LeaseKeeper:
                 at = self.deadline - self.margin
                 if trio.current_time() >= at:
                     self._lose(
-                        "no renewal of its lease succeeded in time (the store did not answer); "
-                        "it stopped before the lease expired"
+                        "no renewal of its lease succeeded before it ran out: the store did not "
+                        "answer, or this process was paused"
                     )
                 await trio.sleep_until(at)
 

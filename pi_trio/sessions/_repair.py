@@ -52,8 +52,8 @@ OUTCOME_UNKNOWN_TEXT: Final = (
     "result was lost and it may or may not have taken effect. Check before calling it again."
 )
 PROCESS_STOPPED_TEXT: Final = (
-    "The agent process stopped during this run (a crash or a kill); the session was resumed "
-    "from its log"
+    "This run did not reach its end in the session log: its process stopped (a crash, a kill) "
+    "or lost its connection to the session store first; the session was resumed from its log"
 )
 
 
