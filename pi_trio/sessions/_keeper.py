@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
+from .._groups import plain_exception
 from .._logging import sessions_logger
 from ._backend import Lease, SessionBackend
 from ._entries import read_message
@@ -66,7 +69,7 @@ class LeaseKeeper:
         backend: SessionBackend,
         lease: Lease,
         taken: float,
-        agent: Agent,
+        agent: Agent | None,
         recorder: SessionRecorder,
     ) -> None:
         self.backend = backend
@@ -123,6 +126,8 @@ class LeaseKeeper:
                 self._lose("its lease expired or was taken over")
             self.deadline = started + (self.lease.ttl or 0.0)
             last = started
+            if self.agent is None:  # still opening: no agent to move the inbox into yet
+                continue
             try:
                 await pull_inbox(self.backend, self.agent, self.recorder)
             except SessionBusyError:
@@ -133,6 +138,24 @@ class LeaseKeeper:
                     self.lease.session_id,
                     exception_line(exc),
                 )
+
+    @asynccontextmanager
+    async def kept(self) -> AsyncIterator[None]:
+        """Renew the lease while the block runs, before the agent exists: a ``replay="safe"``
+        tool re-run at takeover may take longer than the lease. When the lease is lost the
+        block is cancelled and :class:`pt.SessionBusyError` comes out (one exception, not a
+        group)."""
+        if not self.needed:
+            yield
+            return
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.run)
+                yield
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            leaf = plain_exception(group)
+            raise leaf from leaf.__cause__
 
     def _lose(self, why: str) -> None:
         error = SessionBusyError(

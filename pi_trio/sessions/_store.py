@@ -181,6 +181,7 @@ class SessionStore:
             state = attrs.evolve(initial_state) if initial_state is not None else AgentState()
             if image.last_seq == 0:
                 recorder = SessionRecorder(self.backend, lease, next_seq=1)
+                keeper = LeaseKeeper(self.backend, lease, taken, None, recorder)
                 recorder.note_settings(state)
                 if state.messages:
                     recorder.note_transcript(state.messages)
@@ -193,7 +194,9 @@ class SessionStore:
                     settings=image.settings,
                 )
                 _apply_settings(state, image, session_id)
-                state.messages = await _repair_tail(image, state, recorder)
+                keeper = LeaseKeeper(self.backend, lease, taken, None, recorder)
+                async with keeper.kept():  # a replay="safe" re-run may outlast the lease
+                    state.messages = await _repair_tail(image, state, recorder)
                 recorder.note_settings(state)
             options = dict(agent_options)
             user_hook = options.pop("before_tool_call", None)
@@ -209,7 +212,7 @@ class SessionStore:
             recorder.agent = agent
             agent.recorder = recorder
             await recorder.flush()
-            keeper = LeaseKeeper(self.backend, lease, taken, agent, recorder)
+            keeper.agent = agent  # from now on it also moves the inbox in
             await pull_inbox(self.backend, agent, recorder)
         except BaseException as exc:
             if recorder is not None:
