@@ -30,6 +30,7 @@ __all__ = [
     "cli_logger",
     "log_failure",
     "loop_logger",
+    "mark_logged",
     "mcp_logger",
     "providers_logger",
     "proxy_logger",
@@ -49,6 +50,13 @@ proxy_logger = logging.getLogger("pi_trio.proxy")
 _MARK = "__pi_trio_logged__"
 
 
+def mark_logged(exc: BaseException) -> None:
+    """Say that ``exc`` was reported (logged, or raised to the one who must hear of it), so
+    that :func:`log_failure` does not log it again on its way out."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(exc, _MARK, True)
+
+
 def log_failure(
     logger: logging.Logger, level: int, exc: BaseException, message: str, *args: object
 ) -> bool:
@@ -59,7 +67,6 @@ def log_failure(
     """
     if getattr(exc, _MARK, False):
         return False
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(exc, _MARK, True)
+    mark_logged(exc)
     logger.log(level, message, *args, exc_info=exc, stacklevel=2)  # the caller's line
     return True

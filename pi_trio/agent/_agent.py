@@ -10,7 +10,6 @@ the same run (from a thread: ``trio.from_thread.run_sync(agent.steer, msg)``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import NoReturn
@@ -480,7 +479,7 @@ class Agent(AgentOptions):
                 failed = self._delivery.flush_failed  # then the run's flush said so already
                 log_flush_failure(
                     exc, "recorder flush failed at the end of the run",
-                    lost_level=logging.DEBUG if failed else logging.WARNING, again=failed,
+                    again=failed,
                 )  # fmt: skip
 
     def __repr__(self) -> str:

@@ -268,7 +268,7 @@ class Delivery:
             if self._flush_failed:
                 log_flush_failure(
                     exc, "recorder flush failed again; delivering %s", event.type,
-                    lost_level=logging.DEBUG, again=True,
+                    again=True,
                 )  # fmt: skip
                 return
             self._flush_failed = True
@@ -276,7 +276,6 @@ class Delivery:
             self._careful = True
             log_flush_failure(
                 exc, "recorder flush failed before %s; ending the run", event.type,
-                lost_level=logging.WARNING,
             )  # fmt: skip
             raise
 

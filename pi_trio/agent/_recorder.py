@@ -17,7 +17,7 @@ from typing import Literal, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError
-from .._logging import agent_logger, log_failure
+from .._logging import agent_logger, log_failure, mark_logged
 from ..events import AgentEvent
 from ..messages import AgentMessage
 
@@ -95,16 +95,16 @@ def _checking_class(cls: type) -> bool:
     return issubclass(cls, CheckingRecorder)
 
 
-def log_flush_failure(
-    exc: Exception, message: str, *args: object, lost_level: int, again: bool = False
-) -> None:
+def log_flush_failure(exc: Exception, message: str, *args: object, again: bool = False) -> None:
     """Log a failed ``Recorder.flush()``. The first failure of a run comes with its traceback
     (a full disk, a store that does not answer); ``again``: the run's flushes failed before,
     so it is one line with the error's first line. A recorder that lost its session
-    (:class:`pt.SessionBusyError`) is one line at ``lost_level``: ``open_agent`` raises the
-    loss and a worker logs it, and its traceback would only show the cancellation it caused."""
+    (:class:`pt.SessionBusyError`) is one DEBUG line: ``open_agent`` raises the loss and a
+    worker logs it (one line per lost session), and its traceback would only show the
+    cancellation it caused."""
     if isinstance(exc, SessionBusyError):
-        agent_logger.log(lost_level, message + ": %s", *args, exc, stacklevel=2)
+        agent_logger.debug(message + ": %s", *args, exc, stacklevel=2)
+        mark_logged(exc)  # its owner reports it: the run it ends does not log it either
     elif again:
         agent_logger.error(message + ": %s", *args, exception_line(exc), stacklevel=2)
     else:  # marked as logged: the run it ends does not log it again
