@@ -13,13 +13,15 @@ new connection when running it twice cannot do anything twice:
 - ``append``: each request is one transaction, so before running again the first row of each
   is looked up; a request whose row is in the log under its lease's epoch was committed, and is
   done (see :func:`committed_appends`);
-- ``enqueue`` and ``delete``: only when the drop came before their COMMIT went out. A drop
-  during the COMMIT leaves their outcome unknown, and the caller is told so.
+- ``enqueue`` and ``delete``: only when the drop is noticed before their COMMIT. One noticed
+  at the COMMIT leaves their outcome unknown (even a connection the server ended while it
+  sat idle is only heard of in the COMMIT's answer), and the caller is told so.
 
-Retries go on for ``reconnect_for`` seconds from the first failure, with back-off; past that,
-or for a request that cannot run twice, the caller gets a :class:`pt.SessionStoreError`
-naming the session and the cause. Anything else the server says (a constraint, a missing
-table, a lock timeout) is not a dropped connection and is not retried.
+Retries go on for ``reconnect_for`` seconds from the outage's first failure (see
+:class:`Retrying`), with back-off; past that, or for a request that cannot run twice, the
+caller gets a :class:`pt.SessionStoreError` naming the session and the cause. Anything else
+the server says (a constraint, a missing table, a lock timeout) is not a dropped connection
+and is not retried.
 """
 
 from __future__ import annotations
@@ -134,14 +136,21 @@ def unknown_commit(description: str, session_id: str, op: str, cause: str) -> Se
 
 
 class Retrying:
-    """Runs a connection's requests in its thread, replacing the connection when it drops and
-    running them again where that is safe (see the module doc)."""
+    """Runs one connection's requests in its thread, replacing the connection when it drops
+    and running them again where that is safe (see the module doc).
+
+    The bound is per outage, not per request: the first drop starts it (and is the one line
+    logged), every request queued behind waits within the same ``reconnect_for``, and once it
+    has passed each request tries one new connection and fails at once if there is none. A
+    request that goes through ends the outage.
+    """
 
     def __init__(self, description: str, url: str, psycopg: Any, reconnect_for: float) -> None:
         self.description = description
         self.reconnect_for = reconnect_for
         self._url = url
         self._psycopg = psycopg
+        self._outage_until: float | None = None  # monotonic time its retries give up
 
     def run(
         self,
@@ -150,28 +159,32 @@ class Retrying:
         run: Callable[[Any, list[Request]], None],
     ) -> None:
         """``run(connect(), group)``; every request of ``group`` ends with its result set."""
-        deadline: float | None = None
+        retried = False
         delay = 0.05
         while True:
             conn = None
             try:
                 conn = connect()
-                if deadline is not None and group[0].op == "append":
+                if retried and group[0].op == "append":
                     for done in committed_appends(conn, group):
                         group[done].result = outcome.Value(None)
                 run(conn, [request for request in group if request.result is None])
+                self._outage_until = None
                 return
             except (self._psycopg.Error, CommitUnknown, SessionLogError) as exc:
                 cause = scrub(exception_line(exc), self._url).strip()
                 if not self._again(conn, group[0], exc):
+                    if conn is not None and not (conn.broken or conn.closed):
+                        self._outage_until = None  # the server answered: no outage
                     refused = self._refused(group[0], exc, cause)
                     if refused is not exc:
                         refused.__cause__ = self._chained(exc)
                     _fail(group, refused)
                     return
                 now = time.monotonic()
+                deadline = self._outage_until
                 if deadline is None:
-                    deadline = now + self.reconnect_for
+                    deadline = self._outage_until = now + self.reconnect_for
                     sessions_logger.warning(
                         "session store %s: the database connection was lost during %s (%s); "
                         "reconnecting, for up to %g s",
@@ -193,6 +206,7 @@ class Retrying:
                     return
                 for request in group:  # one transaction: none of it stands, or all of it
                     request.result = None
+                retried = True
                 time.sleep(min(delay, deadline - now))
                 delay = min(delay * 2, 1.0)
             except BaseException as exc:

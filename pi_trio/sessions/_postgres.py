@@ -66,7 +66,10 @@ class PostgresBackend:
         self.description = redact(url)
         self.lease_ttl = lease_ttl
         self._psycopg = import_psycopg()
-        self._retrying = Retrying(self.description, url, self._psycopg, reconnect_for)
+        self._retrying = [
+            Retrying(self.description, url, self._psycopg, reconnect_for)
+            for _ in range(connections)
+        ]
         self._threads: list[DedicatedThread] = []
         self._load = [0] * connections
         self._connections: list[psycopg.Connection[Any] | None] = [None] * connections
@@ -190,7 +193,7 @@ class PostgresBackend:
     def _guarded(self, index: int, group: list[Request], run: Any) -> None:
         """``run(conn, group)``; a dropped connection is replaced and ``run`` retried where
         that is safe, for up to ``reconnect_for`` seconds (:mod:`._pg_retry`)."""
-        self._retrying.run(functools.partial(self._conn, index), group, run)
+        self._retrying[index].run(functools.partial(self._conn, index), group, run)
 
     def _append_group(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
         """Every request's rows in one transaction, after locking and checking their sessions'

@@ -21,7 +21,7 @@ from typing import Any, cast
 import trio
 
 from .._callbacks import exception_line
-from .._errors import SessionBusyError
+from .._errors import SessionBusyError, SessionStoreError
 from .._logging import sessions_logger
 from ..agent import Agent
 from ._holders import new_holder
@@ -167,6 +167,7 @@ class _Worker:
 
     async def run_one(self, lease: Any, taken: float) -> None:
         session_id = lease.session_id
+        store_failed = False
         try:
             try:
                 made = self.options(session_id) if callable(self.options) else self.options
@@ -180,11 +181,19 @@ class _Worker:
                 await run_until_idle(self.backend, agent)
         except SessionBusyError as exc:
             sessions_logger.warning("%s", exc)  # its text names the session
+        except SessionStoreError as exc:  # the store, not the session: left pending
+            store_failed = True
+            sessions_logger.warning(
+                "session %r: %s; it stays pending, to be claimed again",
+                session_id,
+                exception_line(exc),
+            )
         except Exception:
             sessions_logger.exception("session %r failed; it stays in the store", session_id)
         finally:
             self.running -= 1
-            self.poke()
+            if not store_failed:  # else the next look is at the poll interval: no tight loop
+                self.poke()
 
 
 async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:

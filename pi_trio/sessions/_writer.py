@@ -107,7 +107,9 @@ class DedicatedThread:
         """Queue ``op(*args)`` and wait for its outcome.
 
         A cancelled caller is stopped before its request is queued (this is a checkpoint);
-        once queued, the request is not abandoned: its outcome is waited for.
+        once queued, the request is not abandoned: its outcome is waited for. A caller
+        cancelled while it waited then gets its value (the cancellation comes at its next
+        checkpoint), or, when the request failed, the cancellation instead of the failure.
         """
         if self._stopped or self._thread is None:
             raise RuntimeError("the session store is closed")
@@ -119,7 +121,10 @@ class DedicatedThread:
             self._signalled = True
         if wake:
             self._queue.put(None)
-        return (await self._outcome(request)).unwrap()
+        result = await self._outcome(request)
+        if isinstance(result, outcome.Error):  # a caller cancelled meanwhile hears that
+            await trio.lowlevel.checkpoint_if_cancelled()
+        return result.unwrap()
 
     async def _outcome(self, request: Request) -> outcome.Outcome[Any]:
         """Wait for ``request``'s outcome: as the reader, or parked until the reader hands it
