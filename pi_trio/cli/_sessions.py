@@ -143,9 +143,12 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
         if args.action == "list":
             for info in await store.list_sessions():
                 holder = info.holder or "-"
+                queued = f"\t{info.queued} queued" if info.queued else ""
+                if info.set_aside:
+                    queued += ", SET ASIDE: its log could not be read (new input retries it)"
                 print(
                     f"{info.session_id}\t{info.entries} entries\tupdated {_when(info.updated)}"
-                    f"\tepoch {info.epoch}\theld by {holder}",
+                    f"\tepoch {info.epoch}\theld by {holder}{queued}",
                     file=out,
                 )
             return 0

@@ -80,6 +80,17 @@ class SessionInfo:
     entries: int
     epoch: int
     holder: str | None
+    queued: int = 0
+    """Messages waiting in its inbox (``store.enqueue``; PostgreSQL)."""
+    pending: bool | None = None
+    """Whether a worker will claim it (PostgreSQL; None on SQLite, which has no workers). A
+    free session with ``queued`` messages that is not pending was set aside after its log
+    could not be read: new input, or :meth:`pt.SessionStore.enqueue`, makes it pending again."""
+
+    @property
+    def set_aside(self) -> bool:
+        """Free, with queued input, and not pending: a worker gave up on it."""
+        return self.pending is False and self.queued > 0 and self.holder is None
 
 
 class SessionBackend(Protocol):

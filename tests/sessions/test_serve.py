@@ -18,6 +18,7 @@ import pytest
 import trio
 
 import pi_trio as pt
+from pi_trio.cli import main
 from pi_trio.providers import faux
 from pi_trio.testing import check_transcript
 
@@ -285,3 +286,31 @@ def test_ctrl_c_stops_a_serving_worker_gracefully_with_130(
     lines = log.read_text().splitlines()
     assert lines[-2:] == [lines[-2], "pi-trio: interrupted"], lines
     assert lines[-2].startswith("pi-trio worker: serving postgresql://"), lines
+
+
+async def test_a_session_whose_log_cannot_be_read_is_set_aside_and_says_so(
+    postgres_url: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a log that really cannot be read sets a session aside: a line names it, and
+    ``pi-trio sessions list`` shows it, with its inbox kept."""
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    async with pt.open_session_store(postgres_url) as store:
+        await store.enqueue("bad", "hello")
+        raw(
+            "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
+            "VALUES ('bad', 1, 'telepathy', '{}', 0, 0, 1)"
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10, inbox=False)
+            nursery.cancel_scope.cancel()
+        [info] = await store.list_sessions()
+    assert (info.pending, info.queued, info.set_aside) == (False, 1, True)
+    failed = [r for r in caplog.records if "session 'bad' failed" in r.getMessage()]
+    assert len(failed) == 1 and "unknown entry kind 'telepathy'" in str(failed[0].exc_info[1])
+    command = ["sessions", "--store", postgres_url, "list"]
+    assert await trio.to_thread.run_sync(main, command) == 0  # its own trio.run, in a thread
+    listed = capsys.readouterr().out
+    assert "1 queued, SET ASIDE: its log could not be read (new input retries it)" in listed
