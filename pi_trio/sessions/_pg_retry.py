@@ -160,19 +160,24 @@ class Retrying:
     ) -> None:
         """``run(connect(), group)``; every request of ``group`` ends with its result set."""
         retried = False
+        confirmed: set[int] = set()  # appends found committed by an earlier attempt
         delay = 0.05
         while True:
             conn = None
             try:
                 conn = connect()
                 if retried and group[0].op == "append":
-                    for done in committed_appends(conn, group):
+                    confirmed |= committed_appends(conn, group)
+                    for done in confirmed:
                         group[done].result = outcome.Value(None)
                 run(conn, [request for request in group if request.result is None])
                 self._outage_until = None
                 return
             except (self._psycopg.Error, CommitUnknown, SessionLogError) as exc:
                 cause = scrub(exception_line(exc), self._url).strip()
+                for index, request in enumerate(group):  # what the failed attempt set is void
+                    if index not in confirmed:
+                        request.result = None
                 if not self._again(conn, group[0], exc):
                     if conn is not None and not (conn.broken or conn.closed):
                         self._outage_until = None  # the server answered: no outage
@@ -204,8 +209,6 @@ class Retrying:
                     error.__cause__ = self._chained(exc)
                     _fail(group, error)
                     return
-                for request in group:  # one transaction: none of it stands, or all of it
-                    request.result = None
                 retried = True
                 time.sleep(min(delay, deadline - now))
                 delay = min(delay * 2, 1.0)
