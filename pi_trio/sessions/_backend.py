@@ -24,11 +24,19 @@ writer at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-__all__ = ["SCHEMA_VERSION", "Holder", "Lease", "Row", "SessionBackend", "SessionInfo"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Holder",
+    "Lease",
+    "LeasedBackend",
+    "Row",
+    "SessionBackend",
+    "SessionInfo",
+]
 
 SCHEMA_VERSION = 1
 """Version of the tables below; a store written by a newer pi_trio is refused."""
@@ -135,3 +143,21 @@ class SessionBackend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class LeasedBackend(SessionBackend, Protocol):
+    """A backend shared by many processes (PostgreSQL): its leases expire unless renewed, and
+    other processes reach a session through its inbox (``store.enqueue``)."""
+
+    async def renew(self, lease: Lease) -> bool:
+        """Extend the lease by its ttl; False when it is lost (expired or taken)."""
+        ...
+
+    async def enqueue(self, session_id: str, kind: str, data: str, when: int) -> int:
+        """Put a message in the session's inbox (creating the session if new); its id."""
+        ...
+
+    async def inbox(self, session_id: str) -> list[tuple[int, str, str]]:
+        """The session's inbox rows ``(id, kind, data_json)``, oldest first."""
+        ...

@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -24,7 +24,7 @@ from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from .._groups import plain_exception
 from .._logging import sessions_logger
-from ._backend import Lease, SessionBackend
+from ._backend import Lease, LeasedBackend, SessionBackend
 from ._entries import read_message
 
 if TYPE_CHECKING:
@@ -38,10 +38,9 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
     """Move the session's inbox rows into the agent's queues and the log (one commit that also
     deletes them); the number moved. Rows this holder moved already (the recorder knows them)
     are skipped, even when a read raced with the commit that deleted them."""
-    inbox = getattr(backend, "inbox", None)
-    if inbox is None or recorder.lost:
+    if not isinstance(backend, LeasedBackend) or recorder.lost:  # SQLite has no inbox
         return 0
-    rows: list[tuple[int, str, str]] = await inbox(recorder.session_id)
+    rows = await backend.inbox(recorder.session_id)
     moved = 0
     seen = recorder.inbox_seen
     for ident, kind, text in rows:
@@ -96,14 +95,15 @@ class LeaseKeeper:
                 await trio.sleep_until(at)
 
     async def _renew(self) -> None:
-        renew: Any = getattr(self.backend, "renew")  # noqa: B009 (not in the base protocol)
+        backend = self.backend
+        assert isinstance(backend, LeasedBackend)  # a lease with a ttl is a leased backend's
         last = trio.current_time()
         failures = 0  # renewals failed in a row: the first is logged, then the recovery
         while True:
             await trio.sleep_until(last + self.interval)
             started = trio.current_time()
             try:
-                renewed = await renew(self.lease)
+                renewed = await backend.renew(self.lease)
             except Exception as exc:
                 failures += 1
                 # retried every 0.5 s: one warning per outage, the retries at debug level

@@ -40,7 +40,7 @@ from ..messages import (
 from ..models import Model
 from ..tools import AgentTool, exception_text
 from ..wire import from_json, to_json
-from ._backend import Lease, SessionBackend, SessionInfo
+from ._backend import Lease, LeasedBackend, SessionBackend, SessionInfo
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
 from ._keeper import LeaseKeeper, pull_inbox
@@ -311,8 +311,8 @@ class SessionStore:
         """
         if kind not in ("steer", "follow_up"):
             raise ValueError(f"kind must be 'steer' or 'follow_up', not {kind!r}")
-        enqueue = getattr(self.backend, "enqueue", None)
-        if enqueue is None:
+        backend = self.backend
+        if not isinstance(backend, LeasedBackend):
             raise TypeError(
                 f"store.enqueue() needs a store with an inbox (PostgreSQL); "
                 f"{self.backend.description} has none: use agent.steer()/follow_up() there"
@@ -323,8 +323,7 @@ class SessionStore:
         else:
             item = checked_message(message, "enqueue()'s message")
             check_loggable(item)
-        ident: int = await enqueue(session_id, kind, dumps(to_json(item)), now_ms())
-        return ident
+        return await backend.enqueue(session_id, kind, dumps(to_json(item)), now_ms())
 
     async def _acquire(self, session_id: str, wait: bool) -> tuple[Lease, float]:
         """The lease, and the Trio time just before the request that took it (an expiring
