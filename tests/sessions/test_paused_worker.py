@@ -50,7 +50,13 @@ async def test_a_paused_worker_writes_nothing_and_says_so_once(
         await until(lambda: raw(held) == [(3,)])
         await until(lambda: raw("SELECT count(*) FROM pi_trio_entries") != [(0,)])
         worker.send_signal(signal.SIGSTOP)
-        await trio.sleep(0.2)  # stopped by now; a commit it had sent is done by the server
+        # stopped; what it had sent already, the server finishes (slowly on a busy machine)
+        busy = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'active' AND pid <> pg_backend_pid()"
+        )
+        await trio.sleep(0.2)
+        await until(lambda: raw(busy) == [(0,)])
         epochs = dict(raw("SELECT session_id, epoch FROM pi_trio_sessions"))
         under_them = "SELECT count(*) FROM pi_trio_entries WHERE session_id = ? AND epoch = ?"
         before = {sid: raw(under_them, sid, epoch) for sid, epoch in epochs.items()}
