@@ -24,7 +24,7 @@ writer at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 
@@ -36,6 +36,7 @@ __all__ = [
     "Row",
     "SessionBackend",
     "SessionInfo",
+    "as_leased",
 ]
 
 SCHEMA_VERSION = 1
@@ -161,3 +162,17 @@ class LeasedBackend(SessionBackend, Protocol):
     async def inbox(self, session_id: str) -> list[tuple[int, str, str]]:
         """The session's inbox rows ``(id, kind, data_json)``, oldest first."""
         ...
+
+
+_LEASED: dict[type, bool] = {}
+
+
+def as_leased(backend: SessionBackend) -> LeasedBackend | None:
+    """``backend`` as a :class:`LeasedBackend`, or None when it is not one (SQLite). The
+    Protocol check runs once per backend class: it costs ~25 µs, and the inbox is looked at
+    every turn of a worker's session."""
+    kind = type(backend)
+    leased = _LEASED.get(kind)
+    if leased is None:
+        leased = _LEASED[kind] = isinstance(backend, LeasedBackend)
+    return cast(LeasedBackend, backend) if leased else None

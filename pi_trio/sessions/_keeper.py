@@ -24,7 +24,7 @@ from .._callbacks import exception_line
 from .._errors import SessionBusyError
 from .._groups import plain_exception
 from .._logging import sessions_logger
-from ._backend import Lease, LeasedBackend, SessionBackend
+from ._backend import Lease, SessionBackend, as_leased
 from ._entries import read_message
 
 if TYPE_CHECKING:
@@ -38,9 +38,10 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
     """Move the session's inbox rows into the agent's queues and the log (one commit that also
     deletes them); the number moved. Rows this holder moved already (the recorder knows them)
     are skipped, even when a read raced with the commit that deleted them."""
-    if not isinstance(backend, LeasedBackend) or recorder.lost:  # SQLite has no inbox
+    leased = as_leased(backend)
+    if leased is None or recorder.lost:  # SQLite has no inbox
         return 0
-    rows = await backend.inbox(recorder.session_id)
+    rows = await leased.inbox(recorder.session_id)
     moved = 0
     seen = recorder.inbox_seen
     for ident, kind, text in rows:
@@ -95,8 +96,8 @@ class LeaseKeeper:
                 await trio.sleep_until(at)
 
     async def _renew(self) -> None:
-        backend = self.backend
-        assert isinstance(backend, LeasedBackend)  # a lease with a ttl is a leased backend's
+        backend = as_leased(self.backend)
+        assert backend is not None  # a lease with a ttl is a leased backend's
         last = trio.current_time()
         failures = 0  # renewals failed in a row: the first is logged, then the recovery
         while True:

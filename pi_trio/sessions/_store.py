@@ -40,7 +40,7 @@ from ..messages import (
 from ..models import Model
 from ..tools import AgentTool, exception_text
 from ..wire import from_json, to_json
-from ._backend import Lease, LeasedBackend, SessionBackend, SessionInfo
+from ._backend import Lease, SessionBackend, SessionInfo, as_leased
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
 from ._keeper import LeaseKeeper, pull_inbox
@@ -311,8 +311,8 @@ class SessionStore:
         """
         if kind not in ("steer", "follow_up"):
             raise ValueError(f"kind must be 'steer' or 'follow_up', not {kind!r}")
-        backend = self.backend
-        if not isinstance(backend, LeasedBackend):
+        backend = as_leased(self.backend)
+        if backend is None:
             raise TypeError(
                 f"store.enqueue() needs a store with an inbox (PostgreSQL); "
                 f"{self.backend.description} has none: use agent.steer()/follow_up() there"

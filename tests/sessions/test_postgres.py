@@ -278,3 +278,12 @@ async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str) -> N
         assert outcomes["w"] == outcomes["g"] == "ok"
         assert "session 'b': the store refused this commit" in outcomes["b"]
         assert [len(await store.load(name)) for name in "wgb"] == [1, 1, 0]
+
+
+async def test_a_postgresql_store_is_a_leased_backend(postgres_url: str) -> None:
+    from pi_trio.sessions._backend import LeasedBackend, as_leased
+
+    async with pt.open_session_store(postgres_url) as store:
+        assert isinstance(store.backend, LeasedBackend)
+        assert as_leased(store.backend) is store.backend
+        assert as_leased(store.backend) is store.backend  # the cached answer, the same

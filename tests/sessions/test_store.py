@@ -279,3 +279,12 @@ async def test_a_commit_of_any_size_checks_the_lease(tmp_path: Path, count: int)
         ]
         assert entries[-1].data == {"n": count}
         await backend.release(second)
+
+
+async def test_a_sqlite_store_is_not_a_leased_backend(tmp_path: Path) -> None:
+    from pi_trio.sessions._backend import LeasedBackend, as_leased
+
+    async with pt.open_session_store(tmp_path / "a.db") as store:
+        assert as_leased(store.backend) is None and not isinstance(store.backend, LeasedBackend)
+        with pytest.raises(TypeError, match="needs a store with an inbox"):
+            await store.enqueue("s", "hello")
