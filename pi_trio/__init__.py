@@ -98,6 +98,7 @@ from .messages import (
     ImageContent,
     Message,
     StopReason,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     Tool,
@@ -117,6 +118,7 @@ from .providers import (
     register_api,
     stream_simple,
 )
+from .system_messages import collapse_system_messages, current_system
 from .tools import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -198,6 +200,7 @@ __all__ = [
     "StreamFn",
     "StreamOptions",
     "StreamStart",
+    "SystemMessage",
     "TextContent",
     "TextDelta",
     "TextEnd",
@@ -229,7 +232,9 @@ __all__ = [
     "__version__",
     "agent_loop",
     "agent_loop_continue",
+    "collapse_system_messages",
     "complete_simple",
+    "current_system",
     "default_convert_to_llm",
     "faux",
     "from_json",

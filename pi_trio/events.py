@@ -22,7 +22,15 @@ from typing import Any, ClassVar, Literal, TypeAlias, final
 import attrs
 
 from ._errors import ProviderError
-from .messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent, ToolResultMessage
+from .messages import (
+    AgentMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolResultContent,
+    ToolResultMessage,
+    Usage,
+    kept_field,
+)
 
 __all__ = [
     "AgentEnd",
@@ -70,6 +78,7 @@ class StreamStart:
 
     type: ClassVar[Literal["start"]] = "start"
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -80,6 +89,7 @@ class TextStart:
     type: ClassVar[Literal["text_start"]] = "text_start"
     content_index: int
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -91,6 +101,7 @@ class TextDelta:
     content_index: int
     delta: str
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -102,6 +113,7 @@ class TextEnd:
     content_index: int
     content: str
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -112,6 +124,7 @@ class ThinkingStart:
     type: ClassVar[Literal["thinking_start"]] = "thinking_start"
     content_index: int
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -123,6 +136,7 @@ class ThinkingDelta:
     content_index: int
     delta: str
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -134,6 +148,7 @@ class ThinkingEnd:
     content_index: int
     content: str
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -144,6 +159,7 @@ class ToolCallStart:
     type: ClassVar[Literal["toolcall_start"]] = "toolcall_start"
     content_index: int
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -156,6 +172,7 @@ class ToolCallDelta:
     content_index: int
     delta: str
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -167,16 +184,19 @@ class ToolCallEnd:
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
 @attrs.define(unsafe_hash=True)
 class StreamDone:
-    """The response finished; ``message`` is final. ``reason`` is "stop", "length" or "toolUse"."""
+    """The response finished; ``message`` is final. ``reason`` is "stop", "length", "toolUse"
+    or pi-ai 1.6's "deferred"."""
 
     type: ClassVar[Literal["done"]] = "done"
-    reason: Literal["stop", "length", "toolUse"]
+    reason: Literal["stop", "length", "toolUse", "deferred"]
     message: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -192,6 +212,7 @@ class StreamError:
     type: ClassVar[Literal["error"]] = "error"
     reason: Literal["error", "aborted"]
     error: AssistantMessage
+    extra: dict[str, Any] | None = kept_field()
     provider_error: ProviderError | None = attrs.field(
         default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
     )
@@ -224,12 +245,20 @@ class ToolResult:
     ``terminate=True`` asks the loop to stop after this batch; it only does when every result in
     the batch asks for it. ``is_error=True`` (pi 1.x) reports a failure without raising: the
     model gets the content as an error result.
+
+    ``structured_content`` (pi 1.x: a JSON value matching the tool's ``output_schema``) is for
+    programmatic callers: it travels in ``tool_execution_end`` and is never sent to the model.
+    ``usage`` is what the tool spent on models itself (a sub-agent's tokens and cost); it is
+    copied to the tool result message.
     """
 
     content: list[ToolResultContent]
     details: Any = None
     terminate: bool = False
     is_error: bool | None = None
+    structured_content: Any = None
+    usage: Usage | None = None
+    extra: dict[str, Any] | None = kept_field()
 
 
 # --- agent events (pi-agent-core's AgentEvent) -----------------------------------------------
@@ -241,6 +270,7 @@ class AgentStart:
     """A run began (the first event of every run)."""
 
     type: ClassVar[Literal["agent_start"]] = "agent_start"
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -260,6 +290,7 @@ class AgentEnd:
     error: BaseException | None = attrs.field(
         default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
     )
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -269,6 +300,7 @@ class TurnStart:
     """A turn began: one model call and the tool batch it asks for."""
 
     type: ClassVar[Literal["turn_start"]] = "turn_start"
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -282,6 +314,7 @@ class TurnEnd:
     type: ClassVar[Literal["turn_end"]] = "turn_end"
     message: AgentMessage
     tool_results: list[ToolResultMessage]
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -293,6 +326,7 @@ class MessageStart:
 
     type: ClassVar[Literal["message_start"]] = "message_start"
     message: AgentMessage
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -304,6 +338,7 @@ class MessageUpdate:
     type: ClassVar[Literal["message_update"]] = "message_update"
     message: AssistantMessage
     assistant_message_event: StreamEvent
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -314,6 +349,7 @@ class MessageEnd:
 
     type: ClassVar[Literal["message_end"]] = "message_end"
     message: AgentMessage
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -326,6 +362,7 @@ class ToolExecutionStart:
     tool_call_id: str
     tool_name: str
     args: Any
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -340,6 +377,7 @@ class ToolExecutionUpdate:
     tool_name: str
     args: Any
     partial_result: ToolResult
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -352,6 +390,8 @@ class ToolExecutionEnd:
     ``error`` (pi_trio's addition, not in pi's JSON): the exception itself when the result
     comes from one (the tool, ``prepare_arguments``, validation, ``before_tool_call`` or
     ``after_tool_call`` raised), with its traceback; the model sees only its text.
+    ``duration_ms`` is how long the tool ran, in whole milliseconds (pi 1.6's ``durationMs``;
+    None for a call that never ran: unknown tool, invalid arguments, blocked).
     """
 
     type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
@@ -359,12 +399,11 @@ class ToolExecutionEnd:
     tool_name: str
     result: ToolResult
     is_error: bool
-    duration_ms: float | None = attrs.field(
-        default=None, init=False, eq=False, metadata=NOT_ON_WIRE
-    )
+    duration_ms: float | None = attrs.field(default=None, kw_only=True, eq=False)
     error: BaseException | None = attrs.field(
         default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
     )
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -383,6 +422,7 @@ class QueueUpdate:
     kind: Literal["steer", "follow_up"]
     change: Literal["queued", "removed", "replaced", "cleared", "drained"]
     queued: tuple[Any, ...]
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
@@ -400,6 +440,7 @@ class BudgetReached:
     budget: str
     limit: float
     used: float
+    extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 

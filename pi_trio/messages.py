@@ -1,8 +1,13 @@
 """Messages and content blocks: pi's data model as attrs classes.
 
-The shapes follow pi-ai 0.73.1 (``types.d.ts``) with snake_case attribute names; ``pi_trio.wire``
-turns them into pi's camelCase JSON and back. Messages are mutable on purpose: the streaming
-assistant message at the tail of a transcript is filled in place, one delta at a time.
+The shapes follow pi-ai 0.73.1 (``types.d.ts``) with snake_case attribute names, plus what pi-ai
+1.6 added (:class:`SystemMessage`, the stop reasons "pending" and "deferred", and the optional
+fields of assistant messages, tool calls and tool results); ``pi_trio.wire`` turns them into pi's
+camelCase JSON and back. What pi's JSON carries that these classes do not model (a newer pi's
+field) is kept in each record's ``extra`` and written back unchanged.
+
+Messages are mutable on purpose: the streaming assistant message at the tail of a transcript is
+filled in place, one delta at a time.
 
 Text accumulation is amortised O(1) per delta: :class:`TextContent` and :class:`ThinkingContent`
 keep the streamed pieces in a list and join them only when ``text``/``thinking`` is read; a block
@@ -20,17 +25,13 @@ each of its objects adds up over thousands of agents.
 
 from __future__ import annotations
 
-import sys
 import time
-import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import (
-    TYPE_CHECKING,
     Any,
     ClassVar,
     Literal,
     Protocol,
-    Self,
     TypeAlias,
     cast,
     final,
@@ -39,6 +40,7 @@ from typing import (
 
 import attrs
 
+from ._accumulating import Accumulating, streamed
 from ._checks import describe
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "ImageContent",
     "Message",
     "StopReason",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "Tool",
@@ -64,7 +67,21 @@ __all__ = [
     "now_ms",
 ]
 
-StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+StopReason: TypeAlias = Literal[
+    "stop", "length", "toolUse", "error", "aborted", "pending", "deferred"
+]
+"""pi's stop reasons; "pending" and "deferred" are pi-ai 1.6's (a response still being made, one
+the provider finishes later), read and written as they are."""
+
+KEPT: dict[str, object] = {"pi_trio.wire": "extra"}
+"""Field metadata of ``extra``: the keys of pi's JSON the class does not model, as read."""
+
+
+def kept_field() -> Any:
+    """``extra``: what pi's JSON of this record held that the class does not model (a newer
+    pi's field), kept as read and written back unchanged by ``pt.to_json``; None when nothing
+    was. Compared by ``==``, never hashed, not shown in ``repr``."""
+    return attrs.field(default=None, kw_only=True, repr=False, hash=False, metadata=KEPT)
 
 
 _last_ms = [0]
@@ -84,134 +101,9 @@ def now_ms() -> int:
     return ms
 
 
-def _no_refcount(obj: object) -> int:
-    return 1 << 30  # an interpreter without refcounts: a piece list is never dropped
-
-
-_getrefcount: Callable[[object], int] = getattr(sys, "getrefcount", _no_refcount)
-
-
-class _Accumulating:
-    """A string built from streamed pieces; joining happens lazily, on read.
-
-    The string is stored in the slot of the subclass's public field (``text``/``thinking``),
-    reached under the name ``_text`` (:func:`_streamed` swaps the field's name for a property).
-    While ``_parts`` is None the string is the text; once a piece is added, the text is
-    ``"".join(_parts)`` (``_parts[0]`` being the text so far). Reading joins the pieces and,
-    when no :meth:`appender` still refers to the list, drops it: a finished block holds one
-    string, not a list of one.
-    """
-
-    # the string's slot is the subclass's field's; mypy is told of it as one of ours
-    __slots__ = ("_parts", "_text") if TYPE_CHECKING else ("_parts",)
-    _text: str
-    _parts: list[str] | None
-
-    def _start(self, text: str) -> None:
-        """The block holds ``text`` and no piece list (its ``__init__`` calls this first)."""
-        self._text = text
-        self._parts = None
-
-    def _get(self) -> str:
-        parts = self._parts
-        if parts is None:
-            return self._text
-        try:
-            joined = "".join(parts) if len(parts) != 1 else parts[0]
-        except TypeError:  # an appender() was given something else than a str
-            bad = next(piece for piece in parts if not isinstance(piece, str))
-            raise TypeError(
-                f"a piece streamed into this {type(self).__name__} is a "
-                f"{type(bad).__name__}, not a str: {bad!r}; appender() takes str pieces"
-            ) from None
-        del parts  # a reference of ours would count as an appender's
-        self._keep(joined)
-        return joined
-
-    def _set(self, value: str) -> None:
-        if self._parts is not None:
-            self._keep(value)
-        self._text = value
-
-    def _keep(self, text: str) -> None:
-        """Make ``text`` the block's whole text, a piece list being set: the list goes when
-        nothing else refers to it, else it keeps ``text`` as its one piece."""
-        if _getrefcount(self._parts) == _UNLENT:  # only the block refers to its list
-            self._parts = None
-        else:
-            self._parts[:] = [text]  # type: ignore[index]  # an appender() holds the list
-        self._text = text
-
-    def append(self, delta: str) -> None:
-        """Add a streamed piece: O(1), the join happens on the next read.
-
-        Args:
-            delta: the text to add at the end.
-
-        Raises:
-            TypeError: ``delta`` is not a str (the block is left as it was).
-        """
-        if not isinstance(delta, str):
-            raise TypeError(
-                f"{type(self).__name__}.append() takes a str, not {type(delta).__name__}: {delta!r}"
-            )
-        parts = self._parts
-        if parts is None:
-            self._parts = [self._text, delta]
-        else:
-            parts.append(delta)
-
-    def appender(self) -> Callable[[str], None]:
-        """A callable that adds one streamed piece, like :meth:`append` but without a
-        Python call per piece (it is the bound ``append`` of the block's piece list): for
-        a loop that streams many deltas into one block. It stays valid for the life of the
-        block: reading or assigning the text keeps the list while an appender refers to it
-        (let go of the appender once done streaming, and the next read frees the list)."""
-        parts = self._parts
-        if parts is None:
-            parts = self._parts = [self._text]
-        return parts.append
-
-    def __copy__(self) -> Self:
-        """A snapshot (``copy.copy``): the text so far and the other fields, no piece list
-        (sharing it, the copy would grow with the stream and an edit of the copy would
-        rewrite this block)."""
-        clone = object.__new__(type(self))
-        clone._parts = None
-        for field in attrs.fields(type(self)):  # type: ignore[arg-type]  # attrs subclasses
-            setattr(clone, field.name, getattr(self, field.name))
-        return clone
-
-    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:
-        """Pickled and deep-copied by its fields (the text joined, no piece list)."""
-        fields = attrs.fields(type(self))  # type: ignore[arg-type]  # attrs subclasses
-        return type(self), tuple(getattr(self, field.name) for field in fields)
-
-
-def _streamed(cls: type[Any], field: str) -> None:
-    """Make ``cls.<field>`` the joined text: the slot attrs made for the field stays its
-    storage, reached as ``_text`` (a slot read, as fast as any attribute), and the field's name
-    becomes a property. ``attrs.fields``, ``evolve``, ``asdict`` and ``match`` then see the
-    public field and read its whole text."""
-    cls._text = cls.__dict__[field]  # the field's slot (a member descriptor)
-    get, set_ = (_method_of(cls, field, function) for function in (cls._get, cls._set))
-    setattr(cls, field, property(get, set_, doc=f"The {field}, pieces joined on read."))
-
-
-def _method_of(cls: type[Any], name: str, function: Any) -> Any:
-    """``function`` under the name ``cls.<name>`` (same code, no extra call): what help(),
-    tracebacks and the reference show for the property."""
-    qualname = f"{cls.__qualname__}.{name}"
-    # the code's own names too: a traceback shows the code's, not the function's
-    code = function.__code__.replace(co_name=name, co_qualname=qualname)
-    named = types.FunctionType(code, function.__globals__, name)
-    named.__qualname__ = qualname
-    return named
-
-
 @final
 @attrs.define(init=False, eq=False, repr=False, weakref_slot=False, getstate_setstate=False)
-class TextContent(_Accumulating):
+class TextContent(Accumulating):
     """A text block. ``text`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["text"]] = "text"
@@ -219,15 +111,26 @@ class TextContent(_Accumulating):
     # the string has none there, so a union of blocks tells them apart by it
     text: str
     text_signature: str | None = None
+    extra: dict[str, Any] | None = attrs.field(default=None, repr=False, metadata=KEPT)
 
-    def __init__(self, text: str = "", text_signature: str | None = None) -> None:
+    def __init__(
+        self,
+        text: str = "",
+        text_signature: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self._start(text)
         self.text_signature = text_signature
+        self.extra = extra
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TextContent):
             return NotImplemented
-        return self.text == other.text and self.text_signature == other.text_signature
+        return (
+            self.text == other.text
+            and self.text_signature == other.text_signature
+            and self.extra == other.extra
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -236,25 +139,31 @@ class TextContent(_Accumulating):
         return f"TextContent(text={self.text!r}{extra})"
 
 
-_streamed(TextContent, "text")
+streamed(TextContent, "text")
 
 
 @final
 @attrs.define(init=False, eq=False, repr=False, weakref_slot=False, getstate_setstate=False)
-class ThinkingContent(_Accumulating):
+class ThinkingContent(Accumulating):
     """A reasoning block. ``thinking`` may be streamed into with :meth:`append`."""
 
     type: ClassVar[Literal["thinking"]] = "thinking"
     thinking: str  # no default in attrs.fields, as TextContent's text
     thinking_signature: str | None = None
     redacted: bool = False
+    extra: dict[str, Any] | None = attrs.field(default=None, repr=False, metadata=KEPT)
 
     def __init__(
-        self, thinking: str = "", thinking_signature: str | None = None, redacted: bool = False
+        self,
+        thinking: str = "",
+        thinking_signature: str | None = None,
+        redacted: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         self._start(thinking)
         self.thinking_signature = thinking_signature
         self.redacted = redacted
+        self.extra = extra
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ThinkingContent):
@@ -263,6 +172,7 @@ class ThinkingContent(_Accumulating):
             self.thinking == other.thinking
             and self.thinking_signature == other.thinking_signature
             and self.redacted == other.redacted
+            and self.extra == other.extra
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -274,19 +184,7 @@ class ThinkingContent(_Accumulating):
         )
 
 
-_streamed(ThinkingContent, "thinking")
-
-
-def _unlent_refs() -> int:
-    """The reference count ``_keep`` sees for a piece list nothing else holds, measured the
-    way ``_keep`` measures it (not assumed: it depends on how the interpreter counts)."""
-    block = TextContent()
-    block.append("")
-    return _getrefcount(block._parts)
-
-
-# without refcounts (another interpreter) no count matches: piece lists are never dropped
-_UNLENT = _unlent_refs() if _getrefcount is not _no_refcount else -1
+streamed(ThinkingContent, "thinking")
 
 
 @final
@@ -297,18 +195,26 @@ class ImageContent:
     type: ClassVar[Literal["image"]] = "image"
     data: str
     mime_type: str
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
 @attrs.define(weakref_slot=False)
 class ToolCall:
-    """A tool call requested by the model. ``arguments`` is the parsed JSON object."""
+    """A tool call requested by the model. ``arguments`` is the parsed JSON object.
+
+    ``namespace`` and ``arguments_error`` are pi-ai 1.6's (a namespaced tool's namespace; why
+    the arguments could not be parsed), carried as read.
+    """
 
     type: ClassVar[Literal["toolCall"]] = "toolCall"
     id: str
     name: str
     arguments: dict[str, Any] = attrs.field(factory=dict)
     thought_signature: str | None = None
+    namespace: str | None = None
+    arguments_error: str | None = None
+    extra: dict[str, Any] | None = kept_field()
 
 
 UserContent: TypeAlias = TextContent | ImageContent
@@ -326,6 +232,7 @@ class UsageCost:
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -339,6 +246,7 @@ class Usage:
     cache_write: int = 0
     total_tokens: int = 0
     cost: UsageCost = attrs.field(factory=UsageCost)
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -349,12 +257,20 @@ class UserMessage:
     role: ClassVar[Literal["user"]] = "user"
     content: str | list[UserContent]
     timestamp: int = attrs.field(factory=now_ms)
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
 @attrs.define(weakref_slot=False)
 class AssistantMessage:
-    """A model response. ``stop_reason`` uses pi's strings; failures carry ``error_message``."""
+    """A model response. ``stop_reason`` uses pi's strings; failures carry ``error_message``.
+
+    The fields after ``response_model`` are pi-ai 1.6's, None unless read from its JSON (or set
+    by a stream function): ``duration_ms`` (how long the response took), ``thinking_level`` and
+    ``provider_thinking_level`` (the level asked for, and the provider's own name for it),
+    ``raw_stop_reason`` (the provider's stop reason as sent), ``end_turn``, ``diagnostics`` (a
+    list of JSON objects) and ``deferred`` (the handle of a "deferred" response, a JSON object).
+    """
 
     role: ClassVar[Literal["assistant"]] = "assistant"
     content: list[AssistantContent]
@@ -367,6 +283,14 @@ class AssistantMessage:
     timestamp: int = attrs.field(factory=now_ms)
     response_id: str | None = None
     response_model: str | None = None
+    duration_ms: float | None = None
+    thinking_level: str | None = None
+    provider_thinking_level: str | None = None
+    raw_stop_reason: str | None = None
+    end_turn: bool | None = None
+    diagnostics: Any = None
+    deferred: Any = None
+    extra: dict[str, Any] | None = kept_field()
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -377,7 +301,12 @@ class AssistantMessage:
 @final
 @attrs.define(weakref_slot=False)
 class ToolResultMessage:
-    """The result of one tool call, as the model will see it."""
+    """The result of one tool call, as the model will see it.
+
+    ``usage`` (what the tool itself spent on models, e.g. a sub-agent), ``nested_calls`` (pi's
+    record of the calls it made, a JSON object) and ``duration_ms`` are pi-ai 1.6's; None
+    unless set or read.
+    """
 
     role: ClassVar[Literal["toolResult"]] = "toolResult"
     tool_call_id: str
@@ -386,9 +315,42 @@ class ToolResultMessage:
     details: Any = None
     is_error: bool = False
     timestamp: int = attrs.field(factory=now_ms)
+    usage: Usage | None = None
+    nested_calls: Any = None
+    duration_ms: float | None = None
+    extra: dict[str, Any] | None = kept_field()
 
 
-Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+@final
+@attrs.define(weakref_slot=False)
+class SystemMessage:
+    """pi-ai 1.6's system message: the system prompt, and changes to it and to the tools.
+
+    The leading one of a transcript is the system prompt; a later one changes it: its
+    ``content`` is appended to the prompt, ``sections`` patch named parts (a None value removes
+    the section), ``tools_added`` declare tools (replacing one of the same name) and
+    ``tools_removed`` (names) withdraw them. Replaying every system message in order gives the
+    current prompt and tools (:func:`pi_trio.current_system`); a request carries them as its
+    system prompt and tools, since none of pi_trio's wire APIs takes system messages
+    mid-conversation (pi-ai 1.6 does the same for such APIs).
+    """
+
+    role: ClassVar[Literal["system"]] = "system"
+    content: str | list[TextContent]
+    sections: dict[str, str | None] | None = None
+    tools_added: Sequence[Tool] = ()
+    tools_removed: Sequence[str] = ()
+    timestamp: int = attrs.field(factory=now_ms)
+    extra: dict[str, Any] | None = kept_field()
+
+    @property
+    def text(self) -> str:
+        """``content`` as one string (text blocks joined without a separator, as pi does)."""
+        content = self.content
+        return content if isinstance(content, str) else "".join(b.text for b in content)
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
 
 
 @runtime_checkable
@@ -415,6 +377,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
+    extra: dict[str, Any] | None = kept_field()
 
 
 @final
@@ -427,7 +390,7 @@ class Context:
     tools: Sequence[Tool] = attrs.field(factory=list)
 
 
-_PI_MESSAGES = (UserMessage, AssistantMessage, ToolResultMessage)
+_PI_MESSAGES = (UserMessage, AssistantMessage, ToolResultMessage, SystemMessage)
 _NOT_MESSAGES = (str, bytes, int, float, type(None), dict, list, tuple, set, frozenset)
 
 
@@ -450,5 +413,6 @@ def checked_message(value: object, name: str = "message") -> AgentMessage:
         hint = " (a text becomes a message with pt.UserMessage(text))"
     raise TypeError(
         f"{name} must be a message (pt.UserMessage, pt.AssistantMessage, pt.ToolResultMessage, "
+        "pt.SystemMessage, "
         f"or your own class with a str role), got {describe(value)}{hint}"
     )

@@ -259,7 +259,8 @@ async def test_tool_execution_end_says_how_long_the_call_took(
     await agent.prompt("go")
     assert ends["w"].duration_ms == 1500.0  # the mock clock's time
     assert ends["n"].duration_ms is None  # never executed (unknown tool)
-    assert "durationMs" not in pt.to_json(ends["w"])
+    assert pt.to_json(ends["w"])["durationMs"] == 1500  # pi 1.6's field, whole milliseconds
+    assert "durationMs" not in pt.to_json(ends["n"])
 
 
 def _noop_turns(count: int, calls_per_turn: int = 1, tokens: int = 0, cost: float = 0.0) -> Any:

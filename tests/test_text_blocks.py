@@ -156,7 +156,11 @@ def test_a_plain_cattrs_converter_round_trips_a_block() -> None:
     converter = cattrs.Converter()
     block = converter.structure({"text": "hi"}, pt.TextContent)
     block.append(" there")
-    assert converter.unstructure(block) == {"text": "hi there", "text_signature": None}
+    assert converter.unstructure(block) == {
+        "text": "hi there",
+        "text_signature": None,
+        "extra": None,
+    }
     thinking = converter.structure({"thinking": "hm", "redacted": True}, pt.ThinkingContent)
     assert (thinking.thinking, thinking.redacted, thinking.thinking_signature) == ("hm", True, None)
 
@@ -261,8 +265,8 @@ def test_a_plain_cattrs_round_trip_of_a_message_streamed_into_keeps_every_piece(
     converter = cattrs.Converter()
     data = converter.unstructure(message)
     assert data["content"][:2] == [
-        {"thinking": "tu", "thinking_signature": "sig", "redacted": False},
-        {"text": "ab", "text_signature": None},
+        {"thinking": "tu", "thinking_signature": "sig", "redacted": False, "extra": None},
+        {"text": "ab", "text_signature": None, "extra": None},
     ]
     # the union of blocks is told apart by the required string (text vs thinking)
     assert converter.structure(data, pt.AssistantMessage) == message

@@ -53,9 +53,11 @@ def test_all_problems_are_listed() -> None:
     assert len(info.value.errors) == 3
 
 
-def test_unknown_extra_keys_are_ignored() -> None:
+def test_unknown_keys_are_kept_not_refused() -> None:
     data = {"role": "user", "content": "hi", "timestamp": 1, "futureField": {"a": 1}}
-    assert pt.from_json(data, pt.AgentMessage) == pt.UserMessage("hi", 1)
+    message = pt.from_json(data, pt.AgentMessage)
+    assert message == pt.UserMessage("hi", 1, extra={"futureField": {"a": 1}})
+    assert pt.to_json(message) == data
 
 
 def test_wire_format_error_is_a_pi_error() -> None:

@@ -74,6 +74,7 @@ def _update(event: StreamEvent) -> MessageUpdate:
     """``MessageUpdate(event.partial, event)``, made without its ``__init__`` frame (one per
     streamed delta)."""
     update = _new(MessageUpdate)
+    update.extra = None
     update.message = event.partial  # type: ignore[union-attr]
     update.assistant_message_event = event
     update.seq = None
@@ -239,6 +240,7 @@ class Emitter:
                 if open_message is None:
                     continue
                 update = _new(MessageUpdate)  # _update(event), written out too
+                update.extra = None
                 update.message = partial = event.partial  # type: ignore[union-attr]
                 update.assistant_message_event = event
                 update.seq = None

@@ -19,17 +19,25 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar, cast, overload
 
 from ..events import AgentEvent, MessageEnd, MessageStart
-from ..messages import AgentMessage, AssistantMessage, Message, ToolResultMessage, UserMessage
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResultMessage,
+    UserMessage,
+)
 
 __all__ = ["Transcript", "TranscriptView", "default_convert_to_llm"]
 
 T = TypeVar("T")
 
-_LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+_LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage, SystemMessage)
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
-    """pi's default: user, assistant and tool-result messages pass; custom messages do not."""
+    """pi's default: user, assistant, tool-result and system messages pass; custom messages do
+    not."""
     return [m for m in messages if isinstance(m, _LLM_TYPES)]
 
 

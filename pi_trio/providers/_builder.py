@@ -77,6 +77,7 @@ class MessageBuilder:
 
     def start(self) -> StreamStart:
         event = _new(StreamStart)  # StreamStart(self.message)
+        event.extra = None
         event.partial = self.message
         return event
 
@@ -85,6 +86,7 @@ class MessageBuilder:
         content = self.message.content
         content.append(TextContent())
         event = _new(TextStart)  # TextStart(len(content) - 1, self.message)
+        event.extra = None
         event.content_index = len(content) - 1
         event.partial = self.message
         return event
@@ -97,6 +99,7 @@ class MessageBuilder:
             append = self._appender(index, TextContent)
         append(delta)
         event = _new(TextDelta)  # TextDelta(index, delta, self.message)
+        event.extra = None
         event.content_index = index
         event.delta = delta
         event.partial = self.message
@@ -130,6 +133,7 @@ class MessageBuilder:
         if signature is not None:
             block.text_signature = signature
         event = _new(TextEnd)  # TextEnd(index, block.text, self.message)
+        event.extra = None
         event.content_index = index
         event.content = block.text
         event.partial = self.message
@@ -140,6 +144,7 @@ class MessageBuilder:
         content = self.message.content
         content.append(ThinkingContent())
         event = _new(ThinkingStart)  # ThinkingStart(len(content) - 1, self.message)
+        event.extra = None
         event.content_index = len(content) - 1
         event.partial = self.message
         return event
@@ -151,6 +156,7 @@ class MessageBuilder:
             append = self._appender(index, ThinkingContent)
         append(delta)
         event = _new(ThinkingDelta)  # ThinkingDelta(index, delta, self.message)
+        event.extra = None
         event.content_index = index
         event.delta = delta
         event.partial = self.message
@@ -167,6 +173,7 @@ class MessageBuilder:
         if redacted is not None:
             block.redacted = redacted
         event = _new(ThinkingEnd)  # ThinkingEnd(index, block.thinking, self.message)
+        event.extra = None
         event.content_index = index
         event.content = block.thinking
         event.partial = self.message
@@ -179,6 +186,7 @@ class MessageBuilder:
         index = len(content) - 1
         self._args_parts[index] = []
         event = _new(ToolCallStart)  # ToolCallStart(index, self.message)
+        event.extra = None
         event.content_index = index
         event.partial = self.message
         return event
@@ -195,6 +203,7 @@ class MessageBuilder:
             assert isinstance(block, ToolCall)
             block.arguments = parse_partial_json("".join(parts))
         event = _new(ToolCallDelta)  # ToolCallDelta(index, delta, self.message)
+        event.extra = None
         event.content_index = index
         event.delta = delta
         event.partial = self.message
@@ -209,19 +218,23 @@ class MessageBuilder:
             arguments = _parse_arguments("".join(parts))
         block.arguments = arguments
         event = _new(ToolCallEnd)  # ToolCallEnd(index, block, self.message)
+        event.extra = None
         event.content_index = index
         event.tool_call = block
         event.partial = self.message
         return event
 
     # end of stream
-    def done(self, reason: Literal["stop", "length", "toolUse"] | None = None) -> StreamDone:
+    def done(
+        self, reason: Literal["stop", "length", "toolUse", "deferred"] | None = None
+    ) -> StreamDone:
         """Finish successfully. Without ``reason``: "toolUse" if there are tool calls, else
-        "stop"."""
+        "stop" ("deferred" is pi-ai 1.6's: the provider finishes the response later)."""
         if reason is None:
             reason = "toolUse" if self.message.tool_calls else "stop"
         self.message.stop_reason = reason
         event = _new(StreamDone)  # StreamDone(reason, self.message)
+        event.extra = None
         event.reason = reason
         event.message = self.message
         return event

@@ -15,9 +15,38 @@ from ..models import Model, ThinkingLevel
 if TYPE_CHECKING:
     pass
 
-__all__ = ["CacheRetention", "StreamFn", "StreamOptions", "ThinkingBudgets"]
+__all__ = [
+    "CacheRetention",
+    "StreamFn",
+    "StreamOptions",
+    "ThinkingBudgets",
+    "ToolChoice",
+    "forced_tool",
+]
 
 CacheRetention: TypeAlias = Literal["none", "short", "long"]
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | Mapping[str, str]
+"""Whether the model may, must not, or must call a tool; ``{"name": "x"}``: must call tool x."""
+
+
+def _check_tool_choice(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None or value in ("auto", "none", "required"):
+        return
+    if isinstance(value, Mapping) and set(value) == {"name"} and isinstance(value["name"], str):
+        return
+    raise ValueError(
+        f"tool_choice must be 'auto', 'none', 'required' or {{'name': <a tool's name>}}, "
+        f"got {value!r}"
+    )
+
+
+def forced_tool(choice: ToolChoice) -> tuple[str, str | None]:
+    """``choice`` as (word, tool name): ("auto" | "none" | "required", None), or
+    ("required", name) for ``{"name": name}``."""
+    if isinstance(choice, Mapping):
+        return "required", choice["name"]
+    return choice, None
 
 
 @attrs.frozen
@@ -59,7 +88,13 @@ class StreamOptions:
     fails the request at once with an error that says so. ``max_event_bytes`` is the largest
     Server-Sent Events line or event accepted from the server (8 MiB by default): a longer one
     ends the stream with an error that says so, which keeps the memory one stream can take
-    bounded by about this much whatever the server sends.
+    bounded by about this much whatever the server sends. ``tool_choice`` (pi-ai's
+    ``toolChoice``): None leaves it to the API's default; "auto", "none", "required" or
+    ``{"name": tool}`` are mapped to each wire API's own form (Anthropic's "any", Google's
+    "ANY" with the allowed name).
+
+    Raises:
+        ValueError: a ``tool_choice`` that is none of those.
     """
 
     api_key: str | None = attrs.field(default=None, repr=False)
@@ -78,6 +113,7 @@ class StreamOptions:
     max_retries: int = 2
     max_retry_delay: float = 60.0
     max_event_bytes: int = 8 * 1024 * 1024
+    tool_choice: ToolChoice | None = attrs.field(default=None, validator=_check_tool_choice)
 
 
 StreamFn: TypeAlias = Callable[

@@ -40,6 +40,7 @@ from .._logging import providers_logger
 from ..events import StreamError, StreamEvent
 from ..messages import Context, Usage
 from ..models import ENV_API_KEYS, Model, get_env_api_key
+from ..system_messages import collapse_system_messages
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, redact, shorten
 from ._http import Exchange, default_client, open_exchange, safe_url
@@ -381,6 +382,7 @@ class WireApi:
             return _failed(failed_event(builder, failure, text, url))
         secrets = (api_key, options.api_key)
         try:
+            context = collapse_system_messages(context)  # pi-ai 1.6's rule for these APIs
             request = self.build_request(model, context, options, api_key)
         except Exception as exc:  # e.g. a message the API cannot express
             text = f"cannot build the {model.api} request: {type(exc).__name__}: {exc}"

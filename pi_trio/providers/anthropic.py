@@ -33,7 +33,7 @@ from ..messages import (
 from ..models import Model
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code
-from ._options import StreamOptions
+from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
@@ -206,6 +206,12 @@ def build_request(
                 entry["cache_control"] = cache
             tools.append(entry)
         body["tools"] = tools
+        choice = options.tool_choice
+        if choice is not None:
+            word, name = forced_tool(choice)
+            kinds = {"auto": "auto", "none": "none", "required": "any"}
+            named = {"type": "tool", "name": name}
+            body["tool_choice"] = {"type": kinds[word]} if name is None else named
     if model.reasoning:
         if thinking and _adaptive(model):
             level = options.reasoning

@@ -329,6 +329,7 @@ class FauxModel:
                         append(piece)
                         # TextDelta(i, piece, partial), without the Python __init__ call
                         delta = _new(TextDelta)
+                        delta.extra = None
                         delta.content_index = i
                         delta.delta = piece
                         delta.partial = partial
@@ -358,8 +359,8 @@ class FauxModel:
         reason = script.stop_reason
         if reason == "error" or reason == "aborted":
             yield builder.error(script.error_message or "", reason)
-        else:
-            yield builder.done(reason)
+        else:  # a scripted "pending" (pi 1.6: not final yet) ends as the builder decides
+            yield builder.done(None if reason == "pending" else reason)
 
     def _pieces(self, text: str) -> Sequence[str]:
         """``chunker(text)``, remembered for short texts when the chunker is one of ours."""

@@ -35,7 +35,7 @@ from ..messages import (
 from ..models import Model
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code
-from ._options import StreamOptions
+from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
@@ -207,6 +207,13 @@ def build_request(
                 ]
             }
         ]
+        choice = options.tool_choice
+        if choice is not None:
+            word, name = forced_tool(choice)
+            config: dict[str, Any] = {"mode": {"auto": "AUTO", "none": "NONE"}.get(word, "ANY")}
+            if name is not None:
+                config["allowedFunctionNames"] = [name]
+            body["toolConfig"] = {"functionCallingConfig": config}
     if generation:
         body["generationConfig"] = generation
     headers = {"content-type": "application/json", "accept": "text/event-stream"}

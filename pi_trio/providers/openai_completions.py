@@ -50,7 +50,7 @@ from ..messages import (
 from ..models import Model
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code
-from ._options import StreamOptions
+from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import (
     WireApi,
@@ -324,6 +324,11 @@ def build_request(
             }
             for t in context.tools
         ]
+        choice = options.tool_choice
+        if choice is not None:
+            word, name = forced_tool(choice)
+            named = {"type": "function", "function": {"name": name}}
+            body["tool_choice"] = word if name is None else named
     elif any(
         isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls)
         for m in context.messages

@@ -38,7 +38,7 @@ from ..messages import (
 from ..models import Model
 from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code
-from ._options import StreamOptions
+from ._options import StreamOptions, forced_tool
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -205,6 +205,10 @@ def build_request(
             }
             for t in context.tools
         ]
+        choice = options.tool_choice
+        if choice is not None:
+            word, name = forced_tool(choice)
+            body["tool_choice"] = word if name is None else {"type": "function", "name": name}
     if model.reasoning and options.reasoning:
         effort = "high" if options.reasoning == "xhigh" else options.reasoning
         body["reasoning"] = {"effort": effort, "summary": "auto"}

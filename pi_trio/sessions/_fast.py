@@ -263,8 +263,14 @@ def _free(value: Any) -> Any:
     return value
 
 
+_BLOCK_TYPES = frozenset({TextContent, ThinkingContent, ToolCall, ImageContent})
+_MESSAGE_TYPES = frozenset({AssistantMessage, ToolResultMessage, UserMessage})
+
+
 def _block_json(block: Any) -> dict[str, Any]:
     cls = block.__class__
+    if cls not in _BLOCK_TYPES or block.extra is not None:  # extra: to_json writes it back
+        raise _Unusual
     if cls is TextContent:
         out: dict[str, Any] = {"type": "text", "text": block.text}
         if block.text_signature is not None:
@@ -273,6 +279,8 @@ def _block_json(block: Any) -> dict[str, Any]:
     if cls is ToolCall:
         arguments = block.arguments
         if arguments.__class__ is not dict:
+            raise _Unusual
+        if block.namespace is not None or block.arguments_error is not None:
             raise _Unusual
         out = {"type": "toolCall", "id": block.id, "name": block.name}
         out["arguments"] = _free(arguments)
@@ -313,7 +321,7 @@ def _usage_json(usage: Any) -> dict[str, Any]:
     if usage.__class__ is not Usage:
         raise _Unusual
     cost = usage.cost
-    if cost.__class__ is not UsageCost:
+    if cost.__class__ is not UsageCost or usage.extra is not None or cost.extra is not None:
         raise _Unusual
     return {
         "input": usage.input,
@@ -331,9 +339,26 @@ def _usage_json(usage: Any) -> dict[str, Any]:
     }
 
 
+def _has_pi16_fields(message: AssistantMessage) -> bool:
+    """Whether ``message`` sets a field of pi 1.6's that this writer leaves to to_json."""
+    return not (
+        message.duration_ms is None
+        and message.thinking_level is None
+        and message.provider_thinking_level is None
+        and message.raw_stop_reason is None
+        and message.end_turn is None
+        and message.diagnostics is None
+        and message.deferred is None
+    )
+
+
 def _message_json(message: Any) -> dict[str, Any]:
     cls = message.__class__
+    if cls not in _MESSAGE_TYPES or message.extra is not None:  # extra: to_json writes it
+        raise _Unusual
     if cls is AssistantMessage:
+        if _has_pi16_fields(message):
+            raise _Unusual
         out: dict[str, Any] = {
             "role": "assistant",
             "content": _blocks_json(message.content, _ASSISTANT_BLOCKS),
@@ -352,6 +377,10 @@ def _message_json(message: Any) -> dict[str, Any]:
             out["responseModel"] = message.response_model
         return out
     if cls is ToolResultMessage:
+        if not (message.usage is None and message.nested_calls is None):
+            raise _Unusual
+        if message.duration_ms is not None:
+            raise _Unusual
         out = {
             "role": "toolResult",
             "toolCallId": message.tool_call_id,

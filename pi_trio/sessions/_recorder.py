@@ -109,6 +109,16 @@ def _tool_named(tools: Sequence[Any], name: str) -> Any:
     return None
 
 
+def _entry_fields_only(message: ToolResultMessage) -> bool:
+    """Whether ``message`` holds nothing beyond what a ``tool_result`` entry keeps."""
+    return (
+        message.usage is None
+        and message.nested_calls is None
+        and message.duration_ms is None
+        and message.extra is None
+    )
+
+
 class SessionRecorder:
     """Writes one agent's session log under one lease (see the module docstring).
 
@@ -237,6 +247,8 @@ class SessionRecorder:
         details texts just compared), so its entry is not encoded a second time."""
         note = self._results.pop(message.tool_call_id, None)
         if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
+            return False, None
+        if not _entry_fields_only(message):  # usage etc.: the message is logged whole
             return False, None
         committed = note.encoded
         try:

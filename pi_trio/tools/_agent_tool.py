@@ -69,6 +69,9 @@ class AgentTool:
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     timeout: float | None = attrs.field(default=None, kw_only=True)
     replay: Literal["never", "safe"] = attrs.field(default="never", kw_only=True)
+    output_schema: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
+    """pi 1.x's ``outputSchema``: the JSON schema of the tool's ``structured_content``, for
+    programmatic callers (never sent to the model, never checked by the loop)."""
     validator: ArgumentValidator = attrs.field(init=False, repr=False, eq=False)
     spec: Tool = attrs.field(init=False, repr=False, eq=False)
     is_async: bool = attrs.field(init=False, repr=False, eq=False)

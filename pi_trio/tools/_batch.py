@@ -420,10 +420,16 @@ class ToolBatch:
             return error_result(text), True
         if override is None:
             return result, is_error
+        # pi 1.6: structured content not replaced along with the content may no longer match
+        structured = override.structured_content
+        if structured is None and override.content is None:
+            structured = result.structured_content
         merged = ToolResult(
             content=result.content if override.content is None else override.content,
             details=result.details if override.details is None else override.details,
             terminate=result.terminate if override.terminate is None else override.terminate,
+            structured_content=structured,
+            usage=result.usage if override.usage is None else override.usage,
         )
         return merged, is_error if override.is_error is None else override.is_error
 
@@ -432,7 +438,7 @@ class ToolBatch:
         assert slot.result is not None
         event = ToolExecutionEnd(call.id, call.name, slot.result, slot.is_error)
         if slot.started_at is not None:
-            event.duration_ms = (self._now() - slot.started_at) * 1000.0
+            event.duration_ms = round((self._now() - slot.started_at) * 1000.0)
         if slot.error is not None:
             event.error = slot.error
         slot.end = event
@@ -463,6 +469,7 @@ class ToolBatch:
             content=slot.result.content,
             details=slot.result.details,
             is_error=slot.is_error,
+            usage=slot.result.usage,
             # the time its tool_execution_end was applied (a session log's tool_result entry
             # has the same time, so the message can be rebuilt from it exactly)
             timestamp=slot.ended_ms if slot.ended_ms is not None else now_ms(),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, final
 import attrs
 
 from ..events import ToolResult
-from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent
+from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultContent, Usage
 
 if TYPE_CHECKING:
     from ._agent_tool import AgentTool
@@ -77,9 +77,15 @@ class AfterToolCallContext:
 @final
 @attrs.frozen
 class AfterToolCallResult:
-    """Field-by-field overrides of a tool's result; ``None`` keeps the tool's value."""
+    """Field-by-field overrides of a tool's result; ``None`` keeps the tool's value.
+
+    ``structured_content`` and ``usage`` as pi 1.6's: new ``content`` without new
+    ``structured_content`` drops the tool's structured content (it may no longer match).
+    """
 
     content: list[ToolResultContent] | None = None
     details: Any = None
     is_error: bool | None = None
     terminate: bool | None = None
+    structured_content: Any = None
+    usage: Usage | None = None
