@@ -27,9 +27,11 @@ from ._errors import (
     ContinueError,
     EventsOverflowError,
     PiError,
+    PiSessionFileError,
     ProviderError,
     ProviderNotFoundError,
     SessionBusyError,
+    SessionExistsError,
     SessionLogError,
     SessionNotFoundError,
     SessionStoreError,
@@ -45,6 +47,12 @@ from .agent import (
     EventsReceiver,
     QueuedMessage,
     Recorder,
+)
+from .coding_messages import (
+    BashExecutionMessage,
+    BranchSummary,
+    CompactionSummary,
+    ExtensionMessage,
 )
 from .events import (
     AgentEnd,
@@ -156,16 +164,20 @@ __all__ = [
     "AgentTool",
     "AssistantContent",
     "AssistantMessage",
+    "BashExecutionMessage",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "BranchSummary",
     "BudgetReached",
     "CheckingRecorder",
+    "CompactionSummary",
     "Context",
     "ContinueError",
     "CustomMessage",
     "EventSink",
     "EventsOverflowError",
     "EventsReceiver",
+    "ExtensionMessage",
     "ImageContent",
     "Message",
     "MessageEnd",
@@ -174,6 +186,7 @@ __all__ = [
     "Model",
     "ModelCost",
     "PiError",
+    "PiSessionFileError",
     "PrepareRequestContext",
     "ProviderError",
     "ProviderNotFoundError",
@@ -186,6 +199,7 @@ __all__ = [
     "RunSink",
     "SessionBusyError",
     "SessionEntry",
+    "SessionExistsError",
     "SessionLogError",
     "SessionNotFoundError",
     "SessionStore",
@@ -378,6 +392,10 @@ def _loaded(subpackage: str, module: _types.ModuleType) -> None:
     for name in names:
         namespace[name] = getattr(module, name)
     _fixup_module_metadata(__name__, names, namespace)
+    if subpackage == "wire":  # pi's coding-agent messages are part of the data model read
+        from .coding_messages import register_on
+
+        register_on(module.default_converter)
     if subpackage == "proxy":
         own = [name for name in module.__all__ if name not in __all__]
         _fixup_module_metadata(module.__name__, own, vars(module))

@@ -33,10 +33,12 @@ __all__ = [
     "ContinueError",
     "EventsOverflowError",
     "PiError",
+    "PiSessionFileError",
     "ProviderError",
     "ProviderErrorKind",
     "ProviderNotFoundError",
     "SessionBusyError",
+    "SessionExistsError",
     "SessionLogError",
     "SessionNotFoundError",
     "SessionStoreError",
@@ -228,6 +230,29 @@ class SessionStoreError(SessionLogError):
     A subclass of :class:`SessionLogError`, so code that catches that one catches it too;
     ``problem`` says which failure it was, and the driver's exception is chained.
     """
+
+
+class PiSessionFileError(PiError, ValueError):
+    """A file ``store.import_pi_session`` cannot take as a pi session (pi-coding-agent's JSONL,
+    version 3): not a pi session, another version, a line that is not JSON or not an entry, an
+    entry whose parent is missing, a message pi_trio cannot read. Nothing was imported.
+
+    ``path`` names the file and ``line`` the line (1-based; None for the whole file).
+    """
+
+    def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class SessionExistsError(PiError, ValueError):
+    """``store.import_pi_session`` under an id the store already has (``session_id`` names
+    it). Nothing was imported."""
+
+    def __init__(self, message: str, *, session_id: str = "") -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 class SessionNotFoundError(PiError, LookupError):
