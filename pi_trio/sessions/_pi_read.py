@@ -102,6 +102,8 @@ def _parse(data: bytes) -> tuple[dict[str, Any], list[tuple[int, Entry]]]:
             raise _Refusal(number, "not UTF-8 text") from None
         except ValueError as exc:
             problem = f"not JSON ({exc}); a pi session holds one JSON object a line"
+            if header is None:
+                problem = f"not a pi session file: its first line is not JSON ({exc})"
             raise _Refusal(number, problem) from None
         if header is None:
             header = _header(item, number)
