@@ -8,8 +8,11 @@
 import { SessionManager } from "@earendil-works/pi-coding-agent";
 
 const out = process.argv[2];
+// --system: also pi 1.6's system messages (a leading one with sections and tools, a later one
+// removing a tool), as pi-coding-agent 1.6 records them; a compaction then saves the current one
+const withSystem = process.argv.includes("--system");
 if (!out) {
-  console.error("usage: node record_session_file.mjs OUT.jsonl");
+  console.error("usage: node record_session_file.mjs OUT.jsonl [--system]");
   process.exit(2);
 }
 let clock = Date.parse("2026-11-30T09:00:00.000Z");
@@ -27,6 +30,16 @@ const assistant = (content, stopReason = "stop", extra = {}) => ({
 const sm = SessionManager.open(out); // a new file at that path (pi writes it once a message exists)
 sm.appendThinkingLevelChange("medium");
 sm.appendModelChange("anthropic", "claude-sonnet-4-5");
+const bash = {
+  name: "bash", description: "Run a shell command.",
+  parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+};
+if (withSystem) {
+  sm.appendMessage({
+    role: "system", content: "You are a coding agent.",
+    sections: { rules: "<rules>Be brief.</rules>" }, toolsAdded: [bash], timestamp: at(),
+  });
+}
 const first = sm.appendMessage(user("What files are here?"));
 sm.appendMessage(assistant(
   [{ type: "text", text: "Let me look." },
@@ -41,6 +54,12 @@ sm.appendMessage({
 sm.appendMessage(assistant([{ type: "text", text: "Two files: foo.py and bar.py." }]));
 sm.appendLabelChange(first, "start");
 sm.appendCustomEntry("my-extension", { counter: 1 });
+if (withSystem) {
+  sm.appendMessage({
+    role: "system", content: "", sections: { rules: "<rules>Be thorough.</rules>" },
+    toolsRemoved: [{ name: "bash" }], timestamp: at(),
+  });
+}
 const explain = sm.appendMessage(user("Explain foo.py"));
 sm.appendMessage(assistant([
   { type: "thinking", thinking: "Read it first.", thinkingSignature: "sig-1" },
