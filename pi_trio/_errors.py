@@ -16,7 +16,9 @@ working. The classes are not final: an application may derive its own errors fro
     ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
     ├── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
     │   └── SessionStoreError (SessionLogError)   the store failed (unreachable, full)
-    └── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
+    ├── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
+    ├── SessionExistsError (ValueError)     import_pi_session() under an id the store has
+    └── PiSessionFileError (ValueError)     import_pi_session(): not a pi 1.6 session file
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
 (pi's behaviour); these exceptions are for programmer errors and misuse, and for sessions

@@ -221,5 +221,7 @@ def run_sessions(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise
         raise CliError(str(exc)) from None
     except OSError as exc:  # the file to import or export to
+        if isinstance(exc, BrokenPipeError):  # stdout went away (| head): main ends quietly
+            raise
         what = str(exc) if exc.filename is None else f"{exc.strerror}: {exc.filename}"
         raise CliError(what) from None
