@@ -28,7 +28,7 @@ from ..coding_messages import BranchSummary, CompactionSummary, ExtensionMessage
 from ..messages import AgentMessage, now_ms
 from ..models import Model, get_model
 from ..wire import to_json
-from ._backend import Row, SessionBackend
+from ._backend import Row, SessionBackend, as_leased
 from ._entries import Note, dumps, encode
 from ._holders import new_holder
 from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session
@@ -57,15 +57,19 @@ async def import_pi_session(
     if isinstance(lease, str):
         raise _exists(backend, session_id, where, f" (and open, held by {lease})")
     done = False
+    new = lease.created
     try:
-        if not lease.created:
+        leased = as_leased(backend)
+        if new and leased is not None and await leased.inbox(session_id):
+            new = False  # a PostgreSQL session with no log yet, but input queued for it
+        if not new:
             raise _exists(backend, session_id, where, "")
         await backend.append(lease, rows)
         done = True
     finally:
         with trio.CancelScope(shield=True):
-            await backend.release(lease)
-            if lease.created and not done:  # nothing half-imported: not even an empty session
+            await backend.release(lease, idle=True)  # nothing queued: no worker claims it
+            if new and not done:  # nothing half-imported: not even an empty session
                 await backend.delete(session_id)
     return session_id
 

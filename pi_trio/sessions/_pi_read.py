@@ -191,9 +191,9 @@ def _settings(
             model = (_text(entry, "provider", line_of), _text(entry, "modelId", line_of), None)
         elif kind == "message" and _role(entry) == "assistant":
             message = entry["message"]
-            model = (message.get("provider"), message.get("model"), message.get("api"))
-    if model is not None and not all(isinstance(part, str | None) for part in model):
-        model = None  # an assistant message without a model is refused when it is read
+            provider, model_id, api = (message.get(k) for k in ("provider", "model", "api"))
+            if isinstance(provider, str) and isinstance(model_id, str):
+                model = (provider, model_id, api if isinstance(api, str) else None)
     return model, thinking_level
 
 

@@ -317,3 +317,16 @@ async def test_an_import_cancelled_while_reading_writes_nothing(tmp_path: Path) 
         assert scope.cancelled_caught
         assert await store.list_sessions() == []
     assert os.path.exists(big)  # noqa: ASYNC240
+
+
+async def test_on_postgresql_queued_input_counts_as_a_session_and_an_import_is_not_work(
+    postgres_url: str,
+) -> None:
+    async with pt.open_session_store(postgres_url) as store:
+        await store.enqueue("waiting", "hello")  # a session with no log yet, only input
+        with pytest.raises(pt.SessionExistsError):
+            await store.import_pi_session(RECORDED, session_id="waiting")
+        await store.import_pi_session(RECORDED, session_id="imported")
+        infos = {info.session_id: info for info in await store.list_sessions()}
+    assert infos["waiting"].queued == 1 and infos["waiting"].entries == 0  # left as it was
+    assert infos["imported"].pending is False  # no worker claims it: nothing to do
