@@ -22,13 +22,15 @@ from typing import Any, Final
 
 import trio
 
+from .._callbacks import exception_line
 from .._errors import ProviderNotFoundError, SessionExistsError, SessionNotFoundError
+from .._logging import sessions_logger
 from ..agent import DEFAULT_MODEL
 from ..coding_messages import BranchSummary, CompactionSummary, ExtensionMessage
 from ..messages import AgentMessage, now_ms
 from ..models import Model, get_model
 from ..wire import to_json
-from ._backend import Row, SessionBackend, as_leased
+from ._backend import Lease, Row, SessionBackend, as_leased
 from ._entries import Note, dumps, encode
 from ._holders import new_holder
 from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session
@@ -68,10 +70,28 @@ async def import_pi_session(
         done = True
     finally:
         with trio.CancelScope(shield=True):
-            await backend.release(lease, idle=True)  # nothing queued: no worker claims it
-            if new and not done:  # nothing half-imported: not even an empty session
-                await backend.delete(session_id)
+            await _give_back(backend, lease, delete=new and not done, failed=not done)
     return session_id
+
+
+async def _give_back(backend: SessionBackend, lease: Lease, *, delete: bool, failed: bool) -> None:
+    """Release the import's lease (idle: nothing is queued, no worker claims it) and delete
+    the session it created when the import failed (nothing half-imported, not even an empty
+    session). When the import failed and this fails too, the import's error stays the one
+    raised, and this is one warning."""
+    try:
+        await backend.release(lease, idle=True)
+        if delete:
+            await backend.delete(lease.session_id)
+    except Exception as exc:
+        if not failed:
+            raise
+        sessions_logger.warning(
+            "session %r: after a failed import, could not %s (%s)",
+            lease.session_id,
+            "delete the empty session it created" if delete else "give it back",
+            exception_line(exc),
+        )
 
 
 def _exists(backend: SessionBackend, session_id: str, path: str, held: str) -> SessionExistsError:

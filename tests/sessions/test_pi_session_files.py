@@ -307,6 +307,27 @@ async def test_a_failed_write_leaves_no_session_behind(
         await store.import_pi_session(RECORDED, session_id="s")  # free to import again
 
 
+async def test_when_the_clean_up_fails_too_the_imports_error_is_raised_and_one_warning_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+
+        async def failing(*args: Any, **kwargs: Any) -> Any:
+            raise pt.SessionStoreError("disk full (test)")
+
+        async def failing_delete(*args: Any, **kwargs: Any) -> Any:
+            raise pt.SessionStoreError("still full (test)")
+
+        monkeypatch.setattr(store.backend, "append", failing)
+        monkeypatch.setattr(store.backend, "delete", failing_delete)
+        with pytest.raises(pt.SessionStoreError, match="disk full"):
+            await store.import_pi_session(RECORDED, session_id="s")
+    warnings = [r for r in caplog.records if r.name.startswith("pi_trio")]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+    assert "could not delete the empty session" in warnings[0].getMessage()
+    assert "still full" in warnings[0].getMessage()
+
+
 async def test_an_import_cancelled_while_reading_writes_nothing(tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
     shutil.copy(RECORDED, big)
