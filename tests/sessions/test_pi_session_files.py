@@ -328,6 +328,24 @@ async def test_when_the_clean_up_fails_too_the_imports_error_is_raised_and_one_w
     assert "still full" in warnings[0].getMessage()
 
 
+async def test_a_file_that_stops_inside_a_tool_call_is_repaired_when_opened(
+    tmp_path: Path,
+) -> None:
+    stopped = tmp_path / "stopped.jsonl"
+    lines = _lines(RECORDED)[:5]  # header, thinking level, model, user, assistant (toolUse)
+    assert json.loads(lines[-1])["message"]["stopReason"] == "toolUse"
+    stopped.write_text("\n".join(lines) + "\n")
+    model = pt.get_model("anthropic", "claude-sonnet-4-5")
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        session_id = await store.import_pi_session(stopped)
+        assert len(await _imported(store, session_id)) == 2  # as it is
+        async with store.open_agent(session_id, initial_state=pt.AgentState(model=model)) as agent:
+            last = agent.state.messages[-1]
+        assert isinstance(last, pt.ToolResultMessage) and last.is_error
+        assert last.tool_call_id == "toolu_01"
+        assert last.details == {"interrupted": "not_started"}
+
+
 async def test_an_import_cancelled_while_reading_writes_nothing(tmp_path: Path) -> None:
     big = tmp_path / "big.jsonl"
     shutil.copy(RECORDED, big)
