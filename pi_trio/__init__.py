@@ -27,9 +27,11 @@ from ._errors import (
     ContinueError,
     EventsOverflowError,
     PiError,
+    PiSessionFileError,
     ProviderError,
     ProviderNotFoundError,
     SessionBusyError,
+    SessionExistsError,
     SessionLogError,
     SessionNotFoundError,
     SessionStoreError,
@@ -45,6 +47,12 @@ from .agent import (
     EventsReceiver,
     QueuedMessage,
     Recorder,
+)
+from .coding_messages import (
+    BashExecutionMessage,
+    BranchSummary,
+    CompactionSummary,
+    ExtensionMessage,
 )
 from .events import (
     AgentEnd,
@@ -158,16 +166,20 @@ __all__ = [
     "AgentTool",
     "AssistantContent",
     "AssistantMessage",
+    "BashExecutionMessage",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "BranchSummary",
     "BudgetReached",
     "CheckingRecorder",
+    "CompactionSummary",
     "Context",
     "ContinueError",
     "CustomMessage",
     "EventSink",
     "EventsOverflowError",
     "EventsReceiver",
+    "ExtensionMessage",
     "ImageContent",
     "Message",
     "MessageEnd",
@@ -176,6 +188,7 @@ __all__ = [
     "Model",
     "ModelCost",
     "PiError",
+    "PiSessionFileError",
     "PrepareRequestContext",
     "ProviderError",
     "ProviderNotFoundError",
@@ -188,6 +201,7 @@ __all__ = [
     "RunSink",
     "SessionBusyError",
     "SessionEntry",
+    "SessionExistsError",
     "SessionLogError",
     "SessionNotFoundError",
     "SessionStore",
@@ -383,6 +397,10 @@ def _loaded(subpackage: str, module: _types.ModuleType) -> None:
     for name in names:
         namespace[name] = getattr(module, name)
     _fixup_module_metadata(__name__, names, namespace)
+    if subpackage == "wire":  # pi's coding-agent messages are part of the data model read
+        from .coding_messages import register_on
+
+        register_on(module.default_converter)
     if subpackage == "proxy":
         own = [name for name in module.__all__ if name not in __all__]
         _fixup_module_metadata(module.__name__, own, vars(module))

@@ -16,7 +16,9 @@ working. The classes are not final: an application may derive its own errors fro
     ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
     ├── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
     │   └── SessionStoreError (SessionLogError)   the store failed (unreachable, full)
-    └── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
+    ├── SessionNotFoundError (LookupError)  open_agent(id, create=False) of an unknown session
+    ├── SessionExistsError (ValueError)     import_pi_session() under an id the store has
+    └── PiSessionFileError (ValueError)     import_pi_session(): not a pi 1.6 session file
 
 Failures of a model call or a tool are *not* raised: they become messages in the transcript
 (pi's behaviour); these exceptions are for programmer errors and misuse, and for sessions
@@ -33,10 +35,12 @@ __all__ = [
     "ContinueError",
     "EventsOverflowError",
     "PiError",
+    "PiSessionFileError",
     "ProviderError",
     "ProviderErrorKind",
     "ProviderNotFoundError",
     "SessionBusyError",
+    "SessionExistsError",
     "SessionLogError",
     "SessionNotFoundError",
     "SessionStoreError",
@@ -228,6 +232,29 @@ class SessionStoreError(SessionLogError):
     A subclass of :class:`SessionLogError`, so code that catches that one catches it too;
     ``problem`` says which failure it was, and the driver's exception is chained.
     """
+
+
+class PiSessionFileError(PiError, ValueError):
+    """A file ``store.import_pi_session`` cannot take as a pi session (pi-coding-agent's JSONL,
+    version 3): not a pi session, another version, a line that is not JSON or not an entry, an
+    entry whose parent is missing, a message pi_trio cannot read. Nothing was imported.
+
+    ``path`` names the file and ``line`` the line (1-based; None for the whole file).
+    """
+
+    def __init__(self, message: str, *, path: str = "", line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class SessionExistsError(PiError, ValueError):
+    """``store.import_pi_session`` under an id the store already has (``session_id`` names
+    it). Nothing was imported."""
+
+    def __init__(self, message: str, *, session_id: str = "") -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 class SessionNotFoundError(PiError, LookupError):

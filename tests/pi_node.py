@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -104,3 +105,29 @@ def run_node(
     if done.returncode != 0:
         pytest.fail(f"node {script} exited {done.returncode}:\n{done.stderr[-4000:]}")
     return done
+
+
+@cache
+def recorded_pi_context(path: str) -> dict[str, Any]:
+    """:func:`pi_session_context` of a file that does not change (a committed fixture), asked
+    of pi once per test session."""
+    return pi_session_context(path)
+
+
+def pi_session_context(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What pi 1.6's own ``SessionManager.open(path)`` derives from a session file
+    (``tests/pi16/session_context.mjs``): ``messages``, ``thinkingLevel``, ``model``,
+    ``header``, ``leaf`` and the number of ``entries``."""
+    done = run_node("session_context.mjs", os.fspath(path))
+    context: dict[str, Any] = json.loads(done.stdout)
+    return context
+
+
+def record_pi_session(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Record a fresh session file with pi 1.6's ``SessionManager``
+    (``tests/pi16/record_session_file.mjs``: tool calls, compaction, a branch left with a
+    summary, custom entries, a label, a context edit, model and thinking-level changes), and
+    return what pi derives from it once reopened (as :func:`pi_session_context`)."""
+    done = run_node("record_session_file.mjs", os.fspath(path))
+    context: dict[str, Any] = json.loads(done.stdout)
+    return context

@@ -1,8 +1,9 @@
-"""``pi-trio sessions list | show ID | export ID``: look into a session store.
+"""``pi-trio sessions list | show ID | export ID | import FILE``: look into a session store.
 
 ``list`` prints one line per session; ``show`` prints a session's log, one entry per line;
 ``export`` writes the log as JSON lines (one :meth:`SessionEntry.to_json` object per line), for
-inspection or for another tool. Nothing here writes to the store.
+inspection or for another tool, or with ``--format pi`` the session as a pi 1.6 session file;
+``import`` makes a session of a pi 1.6 session file (the only one that writes to the store).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -95,8 +97,27 @@ def add_sessions_parser(commands: Any) -> None:
     actions.add_parser("list", help="one line per session")
     show = actions.add_parser("show", help="a session's log, one entry per line")
     show.add_argument("session_id", metavar="ID")
-    export = actions.add_parser("export", help="a session's log as JSON lines")
+    export = actions.add_parser(
+        "export", help="a session's log as JSON lines, or (--format pi) a pi session file"
+    )
     export.add_argument("session_id", metavar="ID")
+    export.add_argument(
+        "--format",
+        choices=("log", "pi"),
+        default="log",
+        help="log: the log's entries as JSON lines (default); pi: a pi 1.6 session file",
+    )
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="with --format pi: write it there (default: stdout)"
+    )
+    export.add_argument(
+        "--overwrite", action="store_true", help="replace FILE if it exists (never by default)"
+    )
+    imported = actions.add_parser(
+        "import", help="make a session of a pi 1.6 session file (its current branch)"
+    )
+    imported.add_argument("file", metavar="FILE")
+    imported.add_argument("--id", metavar="ID", help="the session's id (default: the file's own)")
 
 
 def _when(ms: int) -> str:
@@ -152,6 +173,13 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
                     file=out,
                 )
             return 0
+        if args.action == "import":
+            session_id = await store.import_pi_session(args.file, session_id=args.id)
+            print(f"imported {args.file} as session {session_id}", file=out)
+            return 0
+        if args.action == "export" and args.format == "pi":
+            await _export_pi(store, args, out)
+            return 0
         entries = await store.load(args.session_id)
         if not entries:
             raise CliError(f"no session {args.session_id!r} in {args.store}")
@@ -168,9 +196,23 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+async def _export_pi(store: Any, args: argparse.Namespace, out: TextIO) -> None:
+    if args.output is not None:
+        await store.export_pi_session(args.session_id, args.output, overwrite=args.overwrite)
+        print(f"exported session {args.session_id} to {args.output}", file=out)
+        return
+    with tempfile.TemporaryDirectory() as folder:  # the file, then its text to stdout
+        path = os.path.join(folder, "session.jsonl")
+        await store.export_pi_session(args.session_id, path)
+        with open(path, encoding="utf-8") as file:  # noqa: ASYNC230 (a small file)
+            out.write(file.read())
+
+
 def run_sessions(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run ``pi-trio sessions ...``; store problems become one-line errors (status 2)."""
-    if "://" not in args.store and not os.path.exists(args.store):  # never create a file
+    """Run ``pi-trio sessions ...``; store and file problems become one-line errors
+    (status 2). Only ``import`` may create the store file."""
+    creates = args.action == "import"
+    if "://" not in args.store and not creates and not os.path.exists(args.store):
         raise CliError(f"no session store at {args.store} (pass --store PATH)")
     try:
         return trio.run(_run, args, out or sys.stdout)
@@ -178,3 +220,8 @@ def run_sessions(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if isinstance(exc, CliError):
             raise
         raise CliError(str(exc)) from None
+    except OSError as exc:  # the file to import or export to
+        if isinstance(exc, BrokenPipeError):  # stdout went away (| head): main ends quietly
+            raise
+        what = str(exc) if exc.filename is None else f"{exc.strerror}: {exc.filename}"
+        raise CliError(what) from None

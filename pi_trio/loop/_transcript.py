@@ -18,6 +18,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TypeVar, cast, overload
 
+from ..coding_messages import as_llm_message
 from ..events import AgentEvent, MessageEnd, MessageStart
 from ..messages import (
     AgentMessage,
@@ -36,9 +37,14 @@ _LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage, SystemMessage)
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
-    """pi's default: user, assistant, tool-result and system messages pass; custom messages do
-    not."""
-    return [m for m in messages if isinstance(m, _LLM_TYPES)]
+    """pi's default: user, assistant, tool-result and system messages pass; pi's coding-agent
+    messages (:mod:`pi_trio.coding_messages`: summaries, extension messages, shell commands)
+    become user messages, as its ``convertToLlm`` makes them; an application's own messages do
+    not pass."""
+    seen = [m for m in messages if isinstance(m, _LLM_TYPES)]
+    if len(seen) == len(messages):  # the usual transcript: one pass, no call per message
+        return seen
+    return [form for m in messages if (form := as_llm_message(m)) is not None]
 
 
 class TranscriptView(Sequence[T]):
@@ -133,6 +139,10 @@ class Transcript:
                 self._llm = default_convert_to_llm(self.messages)
         elif isinstance(message, _LLM_TYPES):
             llm.append(message)
+        else:
+            form = as_llm_message(message)
+            if form is not None:
+                llm.append(form)
 
     def llm_view(self) -> Sequence[Message] | None:
         """The model's view of the ended messages, when it is kept incrementally."""

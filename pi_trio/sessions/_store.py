@@ -9,6 +9,7 @@ many processes) plug in behind the same :class:`SessionBackend` protocol.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -44,6 +45,7 @@ from ._backend import Lease, SessionBackend, SessionInfo, as_leased
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
 from ._keeper import LeaseKeeper, pull_inbox
+from ._pi_files import export_pi_session, import_pi_session
 from ._recorder import SessionRecorder, check_loggable, durable_before_tool_call
 from ._repair import (
     SessionImage,
@@ -97,6 +99,56 @@ class SessionStore:
             pt.SessionBusyError: the session is open (held) somewhere.
         """
         return await self.backend.delete(session_id)
+
+    async def import_pi_session(
+        self, path: str | os.PathLike[str], session_id: str | None = None
+    ) -> str:
+        """Make a session of a pi 1.6 session file's current branch; returns its id.
+
+        The transcript is exactly the context pi's ``buildSessionContext`` derives from the
+        file (its last entry's branch; compaction and branch summaries, extensions' messages
+        and context edits honoured); the branch's model and thinking level are kept. The file
+        is read in a worker thread; the log is written in one transaction. Cancellation: while
+        the file is read, the read completes and nothing is written; after that, the session
+        is either whole or not there.
+
+        Args:
+            path: a pi-coding-agent session file (JSONL, version 3).
+            session_id: the new session's id (default: the file's own session id).
+
+        Raises:
+            pt.PiSessionFileError: not a pi session file of version 3, or a line pi_trio
+                cannot take (the error names the file and line).
+            pt.SessionExistsError: the store has a session of that id already.
+            OSError: the file cannot be read.
+        """
+        return await import_pi_session(self.backend, path, session_id)
+
+    async def export_pi_session(
+        self,
+        session_id: str,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        cwd: str | None = None,
+    ) -> None:
+        """Write the session as a pi 1.6 session file (version 3) that pi opens, with the
+        session's transcript as its context (and its model and thinking level).
+
+        Written beside ``path`` and moved into place (in a worker thread): a reader never
+        sees part of it. Cancellation lets the write complete (or fail) first.
+
+        Args:
+            session_id: the session (its log as it is; opening it repairs an interrupted tail).
+            path: where to write the file.
+            overwrite: replace an existing file (by default one is never replaced).
+            cwd: the header's working directory (default: this process's).
+
+        Raises:
+            pt.SessionNotFoundError: the store has no such session.
+            FileExistsError: ``path`` exists and ``overwrite`` is False.
+        """
+        await export_pi_session(self.backend, session_id, path, overwrite=overwrite, cwd=cwd)
 
     @asynccontextmanager
     async def open_agent(
