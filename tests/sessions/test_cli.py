@@ -78,8 +78,8 @@ def _rpc(store: Path, *lines: str) -> list[dict[str, object]]:
 def test_rpc_session_resumes_in_a_new_process(tmp_path: Path) -> None:
     store = tmp_path / "agents.db"
     first = _rpc(store, '{"type": "prompt", "message": "what is 1 + 1?", "id": 1}')
-    assert first[-1]["type"] == "agent_end"
-    again = _rpc(store, '{"type": "get_state", "id": 2}')
+    assert first[-2]["type"] == "agent_end" and first[-1]["type"] == "agent_settled"
+    again = _rpc(store, '{"type": "get_messages", "id": 2}')
     messages = again[0]["data"]["messages"]  # type: ignore[index]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
-    assert messages == first[-1]["messages"]
+    assert messages == first[-2]["messages"]
