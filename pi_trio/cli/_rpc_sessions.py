@@ -15,10 +15,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+import trio
+
 from .._errors import PiError
+from .._groups import plain_exception
 from ..agent import Agent
 from ..messages import (
     AgentMessage,
@@ -125,12 +128,18 @@ class MemorySessions:
 
 
 class DurableSessions:
-    """Sessions of a pi_trio session store; one is open (held) at a time."""
+    """Sessions of a pi_trio session store; one is open (held) at a time.
 
-    def __init__(self, store: Any, make_agent: Callable[[], Agent]) -> None:
+    Each open session is held by its own task of the nursery :func:`open_durable_sessions`
+    runs (``store.open_agent``'s block must begin and end in one task, whichever task sends
+    the commands); giving a session back ends its task.
+    """
+
+    def __init__(self, store: Any, make_agent: Callable[[], Agent], nursery: trio.Nursery) -> None:
         self._store = store
         self._make_agent = make_agent
-        self._stack: contextlib.AsyncExitStack | None = None
+        self._nursery = nursery
+        self._release: Callable[[], Awaitable[None]] | None = None
         self._session_id = ""
         self._agent: Agent | None = None
         self._scripted: StreamFn | None = None
@@ -149,29 +158,52 @@ class DurableSessions:
         return self._scripted
 
     async def open(self, session_id: str, *, create: bool, like: Agent | None = None) -> None:
-        """Open ``session_id`` (held until the next one is open, or :meth:`aclose`); only
-        then is the previous one given back, so a failure leaves the current one current."""
+        """Open ``session_id``, then give the previous one back: a failure leaves the
+        current session current.
+
+        Raises:
+            SessionError: the session cannot be opened (unknown, held elsewhere, ...).
+        """
         template = self._make_agent()
         if self._agent is None:
             self._scripted = template.stream_fn
         if like is not None:
             _carry_settings(like, template)
-        stack = contextlib.AsyncExitStack()
-        try:  # a failed enter leaves nothing on the stack
-            agent = await stack.enter_async_context(
-                self._store.open_agent(
-                    session_id,
-                    initial_state=template.state,
-                    stream_fn=template.stream_fn,
-                    create=create,
-                )
-            )
+        try:
+            agent, release = await self._nursery.start(self._hold, session_id, template, create)
         except PiError as exc:
             raise SessionError(str(exc)) from None
-        old, self._stack = self._stack, stack
+        old, self._release = self._release, release
         self._session_id, self._agent = session_id, agent
         if old is not None:
-            await old.aclose()
+            await old()
+
+    async def _hold(
+        self,
+        session_id: str,
+        template: Agent,
+        create: bool,
+        *,
+        task_status: trio.TaskStatus[tuple[Agent, Callable[[], Awaitable[None]]]],
+    ) -> None:
+        done, closed = trio.Event(), trio.Event()
+
+        async def release() -> None:
+            done.set()
+            await closed.wait()
+
+        try:
+            opened = self._store.open_agent(
+                session_id,
+                initial_state=template.state,
+                stream_fn=template.stream_fn,
+                create=create,
+            )
+            async with opened as agent:
+                task_status.started((agent, release))
+                await done.wait()
+        finally:
+            closed.set()
 
     async def new_session(self) -> None:
         await self.open(_new_id(), create=True, like=self._agent)
@@ -180,9 +212,10 @@ class DurableSessions:
         await self.open(ref, create=False)
 
     async def aclose(self) -> None:
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            await stack.aclose()
+        """Give the open session back (its task ends)."""
+        if self._release is not None:
+            release, self._release = self._release, None
+            await release()
 
 
 @contextlib.asynccontextmanager
@@ -191,23 +224,34 @@ async def open_durable_sessions(
 ) -> AsyncIterator[DurableSessions]:
     """Open the store at ``store_path`` and session ``session_id`` in it (a new id when None).
 
-    On cancellation the open session is given back as :meth:`SessionStore.open_agent`'s block
-    gives it back (a run still going is aborted), and the store is closed.
+    At the block's end (or on cancellation) the open session is given back as
+    ``store.open_agent``'s block gives it back (a run still going is aborted), and the store
+    is closed.
 
     Raises:
-        SessionError: the store or the session cannot be opened.
+        SessionError: the store or the first session cannot be opened, or the store failed
+            while a session was held (a lost lease, say); never an exception group.
     """
     from ..sessions import open_session_store
 
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            store = await stack.enter_async_context(open_session_store(store_path))
-        except PiError as exc:
-            raise SessionError(str(exc)) from None
-        sessions = DurableSessions(store, make_agent)
-        stack.push_async_callback(sessions.aclose)
-        await sessions.open(session_id or _new_id(), create=True)
-        yield sessions
+    try:
+        async with open_session_store(store_path) as store, trio.open_nursery() as nursery:
+            sessions = DurableSessions(store, make_agent, nursery)
+            try:
+                await sessions.open(session_id or _new_id(), create=True)
+                yield sessions
+            finally:
+                with trio.CancelScope(shield=True):
+                    await sessions.aclose()
+    except BaseExceptionGroup as group:
+        leaf = plain_exception(group)
+        if isinstance(leaf, PiError) and not isinstance(leaf, SessionError):
+            raise SessionError(str(leaf)) from None
+        raise leaf from None
+    except PiError as exc:
+        if isinstance(exc, SessionError):
+            raise
+        raise SessionError(str(exc)) from None
 
 
 # --- shapes built from a transcript --------------------------------------------------------
