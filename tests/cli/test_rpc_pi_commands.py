@@ -124,8 +124,10 @@ async def test_state_and_modes(client: JsonLinesClient) -> None:
 
 
 async def test_models_of_the_registry_with_their_keys(
-    client: JsonLinesClient, monkeypatch: pytest.MonkeyPatch
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    host = MemorySessions(agent_factory("faux", token_delay=0.01))
+    client = await _serve(nursery, host)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     for name in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -138,6 +140,7 @@ async def test_models_of_the_registry_with_their_keys(
         client, {"type": "set_model", "provider": "anthropic", "modelId": reasoning["id"]}
     )
     assert chosen == reasoning
+    assert host.agent.stream_fn is None  # a real provider's model runs on pt.stream_simple
     levels = (await _ok(client, {"type": "get_available_thinking_levels"}))["levels"]
     assert levels == ["off", "minimal", "low", "medium", "high"]
     assert await _ok(client, {"type": "set_thinking_level", "level": "xhigh"}) is None
@@ -149,7 +152,7 @@ async def test_models_of_the_registry_with_their_keys(
     error = await _error(client, {"type": "set_thinking_level", "level": "huge"})
     assert error.startswith("level: expected one of off, minimal")
     back = await _ok(client, {"type": "set_model", "provider": "faux", "modelId": "faux-1"})
-    assert back["id"] == "faux-1"
+    assert back["id"] == "faux-1" and host.agent.stream_fn is host.scripted_stream
     assert (await _ok(client, {"type": "get_state"}))["thinkingLevel"] == "off"
     events = await _run(client, "what is 2 + 2?")  # the scripted model answers again
     assert "4" in events[-2]["messages"][-1]["content"][0]["text"]
