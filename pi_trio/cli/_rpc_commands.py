@@ -248,19 +248,22 @@ class PiCommands:
     # --- models and thinking ---------------------------------------------------------------
 
     def available_models(self) -> list[Model]:
-        """The current model, the scripted one (when the agents run it), and the registry's
-        models whose provider's API key is set (or that need none)."""
+        """The registry's models this process can use, in registry order: the scripted one
+        (when the agents run it), those whose provider's API key is set or that need none;
+        the current model first when it is none of them (a ``--base-url`` model, say)."""
         current = self.agent.state.model
-        models = [current]
+        models = []
         for model in list_models():
-            if (model.provider, model.id) == (current.provider, current.id):
-                continue
             if model.provider == "faux":
                 usable = self.host.scripted_stream is not None
             else:
                 usable = model.provider in _KEYLESS or get_env_api_key(model.provider) is not None
-            if usable:
+            if (model.provider, model.id) == (current.provider, current.id):
+                models.append(current)
+            elif usable:
                 models.append(model)
+        if current not in models:
+            models.insert(0, current)
         return models
 
     def use_model(self, model: Model) -> None:
@@ -286,7 +289,7 @@ class PiCommands:
         models = self.available_models()
         if len(models) < 2:
             return None
-        self.use_model(models[1])
+        self.use_model(models[(models.index(self.agent.state.model) + 1) % len(models)])
         state = self.agent.state
         model = to_json(state.model)
         return {"model": model, "thinkingLevel": state.thinking_level, "isScoped": False}

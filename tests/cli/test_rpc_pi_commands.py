@@ -133,7 +133,7 @@ async def test_models_of_the_registry_with_their_keys(
         monkeypatch.delenv(name, raising=False)
     models = (await _ok(client, {"type": "get_available_models"}))["models"]
     providers = {m["provider"] for m in models}
-    assert models[0]["id"] == "faux-1" and providers <= {"faux", "anthropic", "ollama"}
+    assert providers <= {"faux", "anthropic", "ollama"} and "faux" in providers
     assert "anthropic" in providers
     reasoning = next(m for m in models if m["provider"] == "anthropic" and m["reasoning"])
     chosen = await _ok(
@@ -151,6 +151,13 @@ async def test_models_of_the_registry_with_their_keys(
     assert error.startswith("Model not found: openai/gpt-4o")
     error = await _error(client, {"type": "set_thinking_level", "level": "huge"})
     assert error.startswith("level: expected one of off, minimal")
+    seen = []  # cycle_model goes through every available model, then starts again
+    for _ in models:
+        cycled = await _ok(client, {"type": "cycle_model"})
+        assert cycled["isScoped"] is False
+        seen.append(cycled["model"])
+    assert sorted(m["id"] for m in seen) == sorted(m["id"] for m in models)
+    assert seen[-1] == reasoning
     back = await _ok(client, {"type": "set_model", "provider": "faux", "modelId": "faux-1"})
     assert back["id"] == "faux-1" and host.agent.stream_fn is host.scripted_stream
     assert (await _ok(client, {"type": "get_state"}))["thinkingLevel"] == "off"
