@@ -196,8 +196,10 @@ class DurableSessions:
             opened = self._store.open_agent(
                 session_id,
                 initial_state=template.state,
-                stream_fn=template.stream_fn,
                 create=create,
+                stream_fn=template.stream_fn,
+                steering_mode=template.steering_mode,
+                follow_up_mode=template.follow_up_mode,
             )
             async with opened as agent:
                 task_status.started((agent, release))

@@ -245,8 +245,11 @@ async def test_durable_sessions_switch_by_id_and_survive(tmp_path: Path) -> None
     ):
         client = await _serve(nursery, sessions)
         await _run(client, "what is 1 + 1?")
+        await _ok(client, {"type": "set_follow_up_mode", "mode": "all"})
         await _ok(client, {"type": "new_session"})
-        second = (await _ok(client, {"type": "get_state"}))["sessionId"]
+        state = await _ok(client, {"type": "get_state"})
+        second = state["sessionId"]
+        assert state["followUpMode"] == "all" and state["messageCount"] == 0  # carried over
         await _run(client, "hello")
         error = await _error(client, {"type": "switch_session", "sessionPath": "nope"})
         assert "nope" in error
