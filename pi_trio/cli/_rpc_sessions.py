@@ -159,7 +159,8 @@ class DurableSessions:
 
     async def open(self, session_id: str, *, create: bool, like: Agent | None = None) -> None:
         """Open ``session_id``, then give the previous one back: a failure leaves the
-        current session current.
+        current session current. Cancelled while opening, the new session's task ends (its
+        block gives back whatever it took) and the current session stays current.
 
         Raises:
             SessionError: the session cannot be opened (unknown, held elsewhere, ...).
