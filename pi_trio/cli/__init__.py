@@ -105,11 +105,22 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     add_session_options(chat)
 
-    rpc = commands.add_parser("rpc", help="drive an agent with JSON lines on stdin/stdout")
+    rpc = commands.add_parser(
+        "rpc",
+        help="drive an agent with pi's RPC protocol (pi 1.6's --mode rpc) on stdin/stdout",
+        description="pi-coding-agent 1.6's --mode rpc protocol on stdin/stdout (docs/rpc.md). "
+        "Sessions live in memory unless --store or --session is given; then they are durable "
+        "sessions of the store and switch_session takes a session id.",
+    )
     model_options(rpc, SCRIPTED, DELAY)
-    add_session_options(rpc)
+    add_session_options(rpc, in_memory=True)
+    rpc.add_argument(
+        "--mode", choices=["rpc"], help="accepted and ignored (pi's RpcClient passes it)"
+    )
 
-    serve = commands.add_parser("serve", help="the rpc protocol over TCP, one agent per connection")
+    serve = commands.add_parser(
+        "serve", help="pi's RPC protocol over TCP, in-memory sessions per connection"
+    )
     model_options(serve, SCRIPTED, DELAY)
     serve.add_argument(
         "--port", type=_port, default=SERVE_PORT,
@@ -236,13 +247,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             )
         return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url))
     if args.command == "rpc":
-        from ._rpc import run_stdio
-
-        if args.session:
-            from ._sessions import run_durable
-
-            return run_durable(args, make_agent, run_stdio)
-        return run_interruptible(lambda: run_stdio(make_agent)) or 0
+        return _rpc(make_agent, args.store, args.session)
     if args.command == "serve":
         return run_interruptible(lambda: _serve(make_agent, args.host, args.port))
     raise AssertionError(args.command)
@@ -292,6 +297,20 @@ async def _chat(make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[
 
     async with open_mcp_tools(agent, mcp, mcp_urls) as refresh:
         return await ChatSession(agent, before_prompt=refresh).run()
+
+
+def _rpc(make_agent: Callable[[], Agent], store: str | None, session: str | None) -> int:
+    from .._errors import PiError
+    from ._rpc import run_stdio
+    from ._sessions import DEFAULT_STORE
+
+    if session is not None and store is None:
+        store = DEFAULT_STORE
+    try:
+        status = run_interruptible(lambda: run_stdio(make_agent, store=store, session_id=session))
+    except PiError as exc:
+        raise CliError(str(exc)) from None
+    return status or 0
 
 
 async def _serve(make_agent: Callable[[], Agent], host: str, port: int) -> int:

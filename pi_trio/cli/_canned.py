@@ -1,8 +1,8 @@
 """The scripted model behind ``--model faux``: canned answers that exercise the example tools.
 
 It never runs out (each request gets a fresh answer decided from the transcript), so ``chat``,
-``rpc`` and ``serve`` can be tried without a key: ask for the time, a sum, ``read <path>``, or
-a long story (long enough to abort mid-stream).
+``rpc`` and ``serve`` can be tried without a key: ask for the time, a sum, ``read <path>``,
+``wait <seconds>`` (a slow tool), or a long story (long enough to abort mid-stream).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ LONG_STORY = " ".join(
 
 _ARITHMETIC = re.compile(r"[-+(]*\d[\d\s.+\-*/%()]*[+\-*/%][\d\s.+\-*/%()]*\d\)*")
 _READ = re.compile(r"\bread\s+(\S+)", re.IGNORECASE)
+_WAIT = re.compile(r"\bwait\s+(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
 def _text_of(message: UserMessage) -> str:
@@ -62,11 +63,18 @@ def answer(context: Context, options: StreamOptions, index: int) -> AssistantMes
         return faux.assistant_message(
             [faux.text("Reading it."), faux.tool_call("read_file", {"path": read_match.group(1)})]
         )
+    wait_match = _WAIT.search(said)
+    if wait_match:
+        seconds = float(wait_match.group(1))
+        return faux.assistant_message(
+            [faux.text("Waiting."), faux.tool_call("wait", {"seconds": seconds})]
+        )
     if "story" in lowered or "long" in lowered or "slow" in lowered:
         return faux.assistant_message(LONG_STORY)
     return faux.assistant_message(
         f"You said: {said!r}. I am the scripted model: ask me for the time, a sum such as "
-        "2 + 3 * 4, 'read README.md', or a long story; pass --model provider/id for a real one."
+        "2 + 3 * 4, 'read README.md', 'wait 5' (a slow tool), or a long story; pass --model "
+        "provider/id for a real one."
     )
 
 

@@ -1,23 +1,26 @@
-"""The JSON-lines protocol of ``pi-trio rpc`` (stdin/stdout) and ``pi-trio serve`` (TCP).
+"""pi-coding-agent 1.6's ``--mode rpc`` protocol, as ``pi-trio rpc`` (stdin/stdout) and
+``pi-trio serve`` (TCP) speak it.
 
-One :class:`RpcSession` drives one agent from one line transport. Each input line is a command
-object with a ``type`` and an optional ``id``; each is answered by one ``response`` line that
-echoes both. Every agent event is written as a line of pi's JSON (``pt.to_json(event)``). A
-prompt runs in a task of the session's nursery, so ``steer``, ``follow_up``, ``abort`` and
-``get_state`` are served while it streams. A line that is not valid JSON, not an object, of an
-unknown type, or whose message does not fit pi's wire format gets an error response; the
-session and the agent go on untouched. The protocol is documented in docs/rpc.md.
+One :class:`RpcSession` drives the agent of the current session of a :class:`SessionHost`
+from one line transport. Each input line is a command object with a ``type`` and an optional
+``id``; each is answered by one ``response`` line in pi's shape (``{"id", "type": "response",
+"command", "success", "data" | "error"}``). Agent events are written as pi 1.6's RPC writes
+them: pi's JSON, with ``message_update`` reduced to its stream event and usage, ``agent_end``
+with ``willRetry``, and pi's session events ``queue_update``, ``thinking_level_changed`` and
+``agent_settled`` (after every run). A prompt runs in a task of the session's nursery, so
+``steer``, ``follow_up``, ``abort`` and ``get_state`` are served while it streams. A line that
+is not JSON, of an unknown type, or with bad fields gets an error response; the session and
+the agent go on untouched. The protocol is documented in docs/rpc.md; the commands are in
+:mod:`._rpc_commands`.
 
-Over TCP each connection is its own session: whatever fails inside one (a bug, an agent
-factory that raises, a resource running out) ends that connection only, after an ``error``
-line to its client when one can still be written and an ERROR record on the
+Over TCP each connection is its own set of in-memory sessions: whatever fails inside one (a
+bug, an agent factory that raises, a resource running out) ends that connection only, after an
+``error`` line to its client when one can still be written and an ERROR record on the
 ``pi_trio.cli`` logger; the server goes on serving every other connection.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import json
 import sys
@@ -26,26 +29,38 @@ from typing import Any
 
 import trio
 
-from .._errors import PiError, WireFormatError
+from .._errors import PiError
 from .._logging import cli_logger
 from ..agent import Agent
 from ..events import AgentEvent
 from ..messages import AgentMessage, ImageContent
-from ..wire import from_json, to_json
+from ..wire import to_json
 from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
+from ._rpc_commands import (
+    UNSUPPORTED,
+    CommandError,
+    PiCommands,
+    images_field,
+    message_field,
+    queue_texts,
+)
+from ._rpc_sessions import MemorySessions, SessionError, SessionHost, open_durable_sessions
 
 __all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
 
-COMMANDS = ("abort", "configure", "follow_up", "get_state", "prompt", "reset", "steer")
-UPDATE_SHAPES = ("full", "compact")
-"""``message_update`` lines: pi's shape (the whole partial message, twice) or only the delta."""
+_SESSION_COMMANDS = (
+    "prompt", "steer", "follow_up", "abort", "clear_queue", "get_state", "get_messages",
+    "set_model", "cycle_model", "get_available_models", "set_thinking_level",
+    "cycle_thinking_level", "get_available_thinking_levels", "set_steering_mode",
+    "set_follow_up_mode", "new_session", "switch_session", "get_session_stats", "get_entries",
+    "get_last_assistant_text",
+)  # fmt: skip
+COMMANDS = (*_SESSION_COMMANDS, *UNSUPPORTED)
+"""Every command type of pi 1.6's RPC: those carried out, then those refused with a reason."""
 
 _CONNECTION_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _ERROR_LINE_SECONDS = 1.0
-
-
-class CommandError(Exception):
-    """A command that cannot be carried out; its text goes into the error response."""
+_MISSING = object()
 
 
 def encode(value: Any) -> bytes:
@@ -62,73 +77,43 @@ def decode(line: bytes) -> Any:
     return json.loads(line, parse_constant=_reject_constant)
 
 
-def compact_update(line: dict[str, Any]) -> dict[str, Any]:
-    """A ``message_update`` line without the partial message it repeats (twice) in pi's shape.
-
-    ``{"type": "message_update", "assistantMessageEvent": {"type": "text_delta",
-    "contentIndex": 0, "delta": "..."}}``: a client rebuilds the message from the deltas, or
-    takes it whole from ``message_end``.
-    """
-    event = {k: v for k, v in line["assistantMessageEvent"].items() if k != "partial"}
-    return {"type": "message_update", "assistantMessageEvent": event}
-
-
-def _message(value: Any, field: str) -> str | AgentMessage:
-    """A message field: plain text, or a message object in pi's JSON."""
-    if isinstance(value, str):
-        if not value.strip():
-            raise CommandError(f"{field}: empty; send some text or a message object")
-        return value
-    if isinstance(value, dict):
-        try:
-            message: AgentMessage = from_json(value, AgentMessage)
-        except WireFormatError as exc:
-            raise CommandError(f"{field}: {exc}") from None
-        return message
-    raise CommandError(f"{field}: expected a string or a message object")
-
-
-def state_json(agent: Agent) -> dict[str, Any]:
-    """The agent's state as the ``get_state`` response carries it."""
-    state = agent.state
+def pi_update(line: dict[str, Any]) -> dict[str, Any]:
+    """A ``message_update`` line as pi 1.6's RPC writes it: the message's usage and the stream
+    event without the partial message (a ``toolcall_start`` names its call's id and tool)."""
+    event = dict(line["assistantMessageEvent"])
+    partial = event.pop("partial", None)
+    if event["type"] == "toolcall_start" and isinstance(partial, dict):
+        call = partial["content"][event["contentIndex"]]
+        event["id"], event["toolName"] = call["id"], call["name"]
     return {
-        "systemPrompt": state.system_prompt,
-        "model": to_json(state.model),
-        "thinkingLevel": state.thinking_level,
-        "tools": [t.name for t in state.tools],
-        "isStreaming": state.is_streaming,
-        "pendingToolCalls": sorted(state.pending_tool_calls),
-        "errorMessage": state.error_message,
-        "hasQueuedMessages": agent.has_queued_messages(),
-        "messages": [to_json(m) for m in state.messages],
+        "type": "message_update",
+        "usage": line["message"].get("usage"),
+        "assistantMessageEvent": event,
     }
 
 
-class RpcSession:
-    """Serves the protocol for one agent over one transport until the input ends.
+class RpcSession(PiCommands):
+    """Serves pi's RPC protocol for a host's sessions over one transport until input ends.
 
     At end of input a running prompt is allowed to finish (its events are still written);
     then :meth:`run` returns. Cancelling :meth:`run` aborts the prompt (the agent closes its
     transcript in pi's aborted shape) and lets ``Cancelled`` out.
     """
 
-    def __init__(self, agent: Agent, transport: LineTransport) -> None:
-        self.agent = agent
+    def __init__(self, host: SessionHost, transport: LineTransport) -> None:
+        self.host = host
         self.transport = transport
         self._run_scope: trio.CancelScope | None = None
         self._run_done: trio.Event | None = None
+        self._abort_requested = False
         self._nursery: trio.Nursery | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._queues_sent: dict[str, list[str]] = {"steering": [], "followUp": []}
         self.gone: BaseException | None = None
         """Why the client is gone (its connection broke), once it is."""
-        self.update_shape = "full"
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "prompt": self._prompt,
-            "steer": self._steer,
-            "follow_up": self._follow_up,
-            "abort": self._abort,
-            "get_state": self._get_state,
-            "reset": self._reset,
-            "configure": self._configure,
+            **self.handlers(),
         }
 
     @property
@@ -152,28 +137,55 @@ class RpcSession:
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel(reason="the client went away")
 
+    async def sync_queue(self) -> None:
+        queues = queue_texts(self.agent)
+        if queues != self._queues_sent:
+            self._queues_sent = queues
+            await self.send({"type": "queue_update", **queues})
+
     async def _on_event(self, event: AgentEvent) -> None:
         line = to_json(event)
-        if self.update_shape == "compact" and line["type"] == "message_update":
-            line = compact_update(line)
+        kind = line["type"]
+        if kind == "message_update":
+            line = pi_update(line)
+        elif kind == "message_start" and line["message"].get("role") == "user":
+            await self.sync_queue()  # pi: a delivered queued message leaves the queue first
+        elif kind == "agent_end":
+            line["willRetry"] = False
         await self.send(line)
 
+    def _follow(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = self.agent.subscribe(self._on_event)
+
+    async def rebind(self, change: Callable[[], Awaitable[None]]) -> None:
+        await self.stop_run()
+        try:
+            await change()
+        except SessionError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            self._follow()
+            await self.sync_queue()
+
     async def run(self) -> None:
-        unsubscribe = self.agent.subscribe(self._on_event)
+        self._follow()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await self._read_commands()
         finally:
             self._nursery = None
-            unsubscribe()
+            if self._unsubscribe is not None:
+                self._unsubscribe()
 
     async def _read_commands(self) -> None:
         while True:
             try:
                 line = await self.transport.receive_line()
             except LineTooLongError as exc:
-                await self._reply(None, None, error=str(exc))
+                await self._reply(_MISSING, "parse", error=f"Failed to parse command: {exc}")
                 continue
             except _CONNECTION_ERRORS as exc:
                 self._lost(exc)
@@ -188,23 +200,25 @@ class RpcSession:
         try:
             command = decode(line)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and bad UTF-8 included
-            await self._reply(None, None, error=f"invalid JSON: {exc}")
+            await self._reply(_MISSING, "parse", error=f"Failed to parse command: {exc}")
             return
         if not isinstance(command, dict):
-            await self._reply(None, None, error="a command must be a JSON object")
+            error = "Failed to parse command: a command must be a JSON object"
+            await self._reply(_MISSING, "parse", error=error)
             return
-        request_id = command.get("id")
+        if command.get("type") == "extension_ui_response":
+            return  # pi drops answers to requests it did not make; pi-trio makes none
+        request_id = command.get("id", _MISSING)
         kind = command.get("type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
-            known = ", ".join(COMMANDS)
-            await self._reply(
-                request_id,
-                kind if isinstance(kind, str) else None,
-                error=f"unknown command type {kind!r}; known: {known}",
-            )
+            reason = UNSUPPORTED.get(kind) if isinstance(kind, str) else None
+            if reason is not None:
+                error = f"{kind} is not supported by pi-trio: {reason}"
+            else:
+                error = f"Unknown command: {kind}"
+            await self._reply(request_id, kind, error=error)
             return
-        assert isinstance(kind, str)
         try:
             data = await handler(command)
         except CommandError as exc:
@@ -215,12 +229,11 @@ class RpcSession:
             await self._reply(request_id, kind, data=data)
 
     async def _reply(
-        self, request_id: Any, command: str | None, *, data: Any = None, error: str | None = None
+        self, request_id: Any, command: Any, *, data: Any = None, error: str | None = None
     ) -> None:
-        reply: dict[str, Any] = {"type": "response", "command": command}
-        if request_id is not None:
-            reply["id"] = request_id
-        reply["success"] = error is None
+        """One response in pi's shape; ``id`` only when the command had one."""
+        reply: dict[str, Any] = {} if request_id is _MISSING else {"id": request_id}
+        reply.update(type="response", command=command, success=error is None)
         if error is not None:
             reply["error"] = error
         elif data is not None:
@@ -231,34 +244,50 @@ class RpcSession:
             reply.pop("id", None)
             await self.send(reply)
 
-    # --- commands --------------------------------------------------------------------------
+    # --- prompt ----------------------------------------------------------------------------
 
-    async def _prompt(self, command: dict[str, Any]) -> None:
-        if self.busy:
-            raise CommandError("agent is busy: send steer or follow_up, or abort first")
-        raw = command.get("message")
-        if raw is None:
-            raise CommandError("message: required (a string, a message object or a list)")
-        prompt: str | AgentMessage | list[AgentMessage]
-        if isinstance(raw, list):
-            if not raw:
-                raise CommandError("message: an empty list; send at least one message")
-            prompt = []
-            for i, item in enumerate(raw):
-                if not isinstance(item, dict):
-                    raise CommandError(f"message[{i}]: expected a message object")
-                prompt.append(_message(item, f"message[{i}]"))  # type: ignore[arg-type]
-        else:
-            prompt = _message(raw, "message")
-        images = self._images(command.get("images"))
+    async def _prompt(self, command: dict[str, Any]) -> Any:
+        prompt = self._prompt_message(command.get("message"))
+        images = images_field(command.get("images"))
         if images and not isinstance(prompt, str):
             raise CommandError("images: only with a text message")
+        behavior = command.get("streamingBehavior")
+        if behavior not in (None, "steer", "followUp"):
+            raise CommandError(f"streamingBehavior: expected steer or followUp, got {behavior!r}")
+        if self.busy:
+            if behavior is None:
+                raise CommandError(
+                    "Agent is already processing. Specify streamingBehavior ('steer' or "
+                    "'followUp') to queue the message."
+                )
+            if isinstance(prompt, list):
+                raise CommandError("message: a list cannot be queued; send one message")
+            queued = {"message": command.get("message"), "images": command.get("images")}
+            return await self.queue(queued, "steer" if behavior == "steer" else "follow_up")
         if self._nursery is None:
             raise CommandError("the session is not running")
         done = trio.Event()
         scope = trio.CancelScope()
         self._run_done, self._run_scope = done, scope
+        self._abort_requested = False
         self._nursery.start_soon(self._run_prompt, prompt, images, scope, done)
+        return {"disposition": "started"}
+
+    @staticmethod
+    def _prompt_message(raw: Any) -> str | AgentMessage | list[AgentMessage]:
+        """pi's text, or (pi-trio's addition) a message object or a list of them."""
+        if raw is None:
+            raise CommandError("message: required (a string, a message object or a list)")
+        if not isinstance(raw, list):
+            return message_field(raw, "message")
+        if not raw:
+            raise CommandError("message: an empty list; send at least one message")
+        prompt: list[AgentMessage] = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, dict):
+                raise CommandError(f"message[{i}]: expected a message object")
+            prompt.append(message_field(item, f"message[{i}]"))  # type: ignore[arg-type]
+        return prompt
 
     async def _run_prompt(
         self,
@@ -268,42 +297,19 @@ class RpcSession:
         done: trio.Event,
     ) -> None:
         try:
-            with scope:
-                await self.agent.prompt(prompt, images=images)
-        except PiError as exc:
-            await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
+            try:
+                with scope:
+                    await self.agent.prompt(prompt, images=images)
+            except PiError as exc:
+                await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
+            await self.send({"type": "agent_settled", "aborted": self._abort_requested})
         finally:
             done.set()
 
-    def _images(self, raw: Any) -> list[ImageContent] | None:
-        if raw is None:
-            return None
-        if not isinstance(raw, list):
-            raise CommandError("images: expected a list of image objects")
-        images: list[ImageContent] = []
-        for i, item in enumerate(raw):
-            try:
-                image: ImageContent = from_json(item, ImageContent)
-            except WireFormatError as exc:
-                raise CommandError(f"images[{i}]: {exc}") from None
-            try:
-                base64.b64decode(image.data, validate=True)
-            except binascii.Error:
-                raise CommandError(
-                    f"images[{i}].data: not valid base64 (standard alphabet, padded, no line "
-                    "breaks); send the image file's bytes base64-encoded"
-                ) from None
-            images.append(image)
-        return images
-
-    async def _steer(self, command: dict[str, Any]) -> None:
-        self.agent.steer(_message(command.get("message"), "message"))
-
-    async def _follow_up(self, command: dict[str, Any]) -> None:
-        self.agent.follow_up(_message(command.get("message"), "message"))
-
-    async def _stop_run(self) -> None:
-        """Abort the current prompt (if any) and wait until its task has finished."""
+    async def stop_run(self) -> None:
+        """Abort the current prompt (if any) and wait until it has settled."""
+        if self.busy:
+            self._abort_requested = True
         self.agent.abort()
         if self._run_scope is not None:
             self._run_scope.cancel()
@@ -311,30 +317,26 @@ class RpcSession:
             await self._run_done.wait()
         await self.agent.wait_for_idle()
 
-    async def _abort(self, command: dict[str, Any]) -> None:
-        await self._stop_run()
-
-    async def _get_state(self, command: dict[str, Any]) -> dict[str, Any]:
-        return state_json(self.agent)
-
-    async def _configure(self, command: dict[str, Any]) -> dict[str, Any]:
-        shape = command.get("messageUpdates", self.update_shape)
-        if shape not in UPDATE_SHAPES:
-            raise CommandError(f"messageUpdates: expected one of {', '.join(UPDATE_SHAPES)}")
-        self.update_shape = shape
-        return {"messageUpdates": self.update_shape}
-
-    async def _reset(self, command: dict[str, Any]) -> None:
-        await self._stop_run()
-        self.agent.reset()
-
 
 AgentFactory = Callable[[], Agent]
 
 
-async def run_stdio(make_agent: AgentFactory) -> None:
-    """``pi-trio rpc``: one agent, commands on stdin, responses and events on stdout."""
-    await RpcSession(make_agent(), StdioLines()).run()
+async def run_stdio(
+    make_agent: AgentFactory, *, store: str | None = None, session_id: str | None = None
+) -> None:
+    """``pi-trio rpc``: commands on stdin, responses and events on stdout.
+
+    Without ``store`` the sessions live in memory for the process; with it they are durable
+    sessions of that store, starting with ``session_id`` (a new one when None).
+
+    Raises:
+        SessionError: the store or the first session cannot be opened.
+    """
+    if store is None:
+        await RpcSession(MemorySessions(make_agent), StdioLines()).run()
+        return
+    async with open_durable_sessions(store, session_id, make_agent) as sessions:
+        await RpcSession(sessions, StdioLines()).run()
 
 
 async def serve_tcp_rpc(
@@ -344,7 +346,8 @@ async def serve_tcp_rpc(
     *,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """``pi-trio serve``: the same protocol over TCP, a fresh agent per connection.
+    """``pi-trio serve``: the same protocol over TCP; each connection has its own in-memory
+    sessions (a fresh agent for each).
 
     Runs until cancelled. A connection that breaks ends its own session only (its run is
     aborted), and so does any other failure inside it (an ``error`` line is sent to that
@@ -360,7 +363,7 @@ async def serve_tcp_rpc(
             session: RpcSession | None = None
             failed = False
             try:
-                session = RpcSession(make_agent(), lines)
+                session = RpcSession(MemorySessions(make_agent), lines)
                 await session.run()
             except* Exception as group:  # Cancelled and KeyboardInterrupt go on out
                 failure = _first(group)

@@ -36,23 +36,27 @@ __all__ = [
 DEFAULT_STORE = "pi-trio-sessions.db"
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
+def _store_option(parser: argparse.ArgumentParser, *, fallback: str | None = DEFAULT_STORE) -> None:
+    default = os.environ.get("PI_TRIO_STORE", fallback)
+    otherwise = f"./{fallback}" if fallback else "sessions in memory, unless --session is given"
     parser.add_argument(
         "--store",
-        default=os.environ.get("PI_TRIO_STORE", DEFAULT_STORE),
+        default=default,
         metavar="PATH",
-        help=f"the session store (default: $PI_TRIO_STORE, else ./{DEFAULT_STORE})",
+        help=f"the session store (default: $PI_TRIO_STORE, else {otherwise})",
     )
 
 
-def add_session_options(parser: argparse.ArgumentParser) -> None:
-    """``--session ID`` (and ``--store PATH``) for ``chat`` and ``rpc``."""
+def add_session_options(parser: argparse.ArgumentParser, *, in_memory: bool = False) -> None:
+    """``--session ID`` (and ``--store PATH``) for ``chat`` and ``rpc``; ``in_memory``: no
+    store unless one is named (``args.store`` is None then; ``--session`` implies
+    :data:`DEFAULT_STORE`)."""
     parser.add_argument(
         "--session",
         metavar="ID",
         help="keep the conversation in a durable session: created, or resumed from its log",
     )
-    _store_option(parser)
+    _store_option(parser, fallback=None if in_memory else DEFAULT_STORE)
 
 
 def run_durable(

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import trio
+
 from ..tools import AgentTool, tool
 
 __all__ = ["calculate", "clock", "example_tools", "read_file"]
@@ -113,6 +115,18 @@ def read_file(path: Annotated[str, "A path relative to the working directory"]) 
     return data.decode("utf-8", errors="replace")
 
 
+MAX_WAIT_SECONDS = 60.0
+
+
+@tool
+async def wait(seconds: Annotated[float, "How long to wait, 0 to 60 seconds"]) -> str:
+    """Wait a number of seconds, then say so (a slow tool, to try aborting mid-tool)."""
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:
+        raise ValueError(f"seconds: expected 0 to {MAX_WAIT_SECONDS:g}, got {seconds:g}")
+    await trio.sleep(seconds)
+    return f"waited {seconds:g} seconds"
+
+
 def example_tools() -> list[AgentTool]:
     """The tools ``chat``, ``rpc`` and ``serve`` give their agents."""
-    return [clock, calculate, read_file]
+    return [clock, calculate, read_file, wait]

@@ -15,9 +15,24 @@ from typing import Any
 import trio
 
 import pi_trio as pt
+from pi_trio.cli._agents import agent_factory
 from pi_trio.cli._lines import StreamLines
+from pi_trio.cli._rpc import RpcSession
+from pi_trio.cli._rpc_sessions import MemorySessions
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+SESSION_EVENTS = ("agent_settled", "queue_update", "thinking_level_changed")
+"""pi's RPC lines that are events of its agent session, not of its agent core."""
+NOT_AGENT_EVENTS = ("response", "error", "message_update", *SESSION_EVENTS)
+"""Lines :func:`pt.from_json` does not read as a ``pt.AgentEvent``: responses, errors, the
+session events, and ``message_update`` (pi's RPC writes it without the partial message)."""
+
+
+def rpc_session(agent: pt.Agent, transport: Any) -> RpcSession:
+    """An :class:`RpcSession` whose first (in-memory) session runs ``agent``."""
+    return RpcSession(MemorySessions(agent_factory("faux", token_delay=0), agent), transport)
 
 
 class JsonLinesClient:
@@ -35,9 +50,8 @@ class JsonLinesClient:
         line = await self.lines.receive_line()
         assert line is not None, "the server closed the connection"
         item = json.loads(line)
-        compact = item["type"] == "message_update" and "message" not in item
-        if item["type"] not in ("response", "error") and not compact:
-            pt.from_json(item, pt.AgentEvent)  # every event is pi's JSON (but compact updates)
+        if item["type"] not in NOT_AGENT_EVENTS:
+            pt.from_json(item, pt.AgentEvent)  # every agent event is pi's JSON
         self.seen.append(item)
         return item  # type: ignore[no-any-return]
 

@@ -10,7 +10,7 @@ import pytest
 import pi_trio as pt
 from pi_trio.cli import main
 
-from ._helpers import Process
+from ._helpers import NOT_AGENT_EVENTS, Process
 
 
 @pytest.mark.slow  # the demo in a CLI process
@@ -38,23 +38,24 @@ def test_rpc_over_stdio_prompt_abort_and_malformed_lines() -> None:
     proc = Process("rpc", "--delay", "0.005")
     try:
         proc.write('{"type": "prompt", "message": "what is 1 + 1?", "id": 1}\n')
-        proc.expect('"type":"agent_end"')
+        proc.expect('"type":"agent_settled"')
         proc.write("this is not json\n")
         proc.write('{"type": "prompt", "message": "tell me a long story", "id": 2}\n')
         proc.expect('"delta":"Sentence "')
         proc.write('{"type": "abort", "id": 3}\n')
-        proc.expect('"id":3,"success":true')
-        proc.write('{"type": "get_state", "id": 4}\n')
+        proc.expect('{"id":3,"type":"response","command":"abort","success":true}')
+        proc.write('{"type": "get_messages", "id": 4}\n')
         proc.expect('"id":4')
     finally:
         code = proc.close()
     assert code == 0
     lines = proc.json_lines()
     for item in lines:
-        if item["type"] not in ("response", "error"):
+        if item["type"] not in NOT_AGENT_EVENTS:
             pt.from_json(item, pt.AgentEvent)
     replies = {item.get("id"): item for item in lines if item["type"] == "response"}
-    assert replies[None]["success"] is False and "invalid JSON" in replies[None]["error"]
+    assert replies[None]["command"] == "parse" and replies[None]["success"] is False
+    assert replies[None]["error"].startswith("Failed to parse command: ")
     messages = replies[4]["data"]["messages"]
     assert [m["role"] for m in messages] == [
         "user",

@@ -15,9 +15,9 @@ import trio
 
 from pi_trio.cli._agents import agent_factory
 from pi_trio.cli._lines import MAX_LINE, StdioLines
-from pi_trio.cli._rpc import RpcSession, serve_tcp_rpc
+from pi_trio.cli._rpc import serve_tcp_rpc
 
-from ._helpers import JsonLinesClient
+from ._helpers import JsonLinesClient, rpc_session
 
 TOO_LONG = f"line longer than {MAX_LINE} bytes"
 
@@ -42,14 +42,15 @@ LINES = [
 def check_answers(answers: list[dict[str, Any]]) -> None:
     assert [a.get("id") for a in answers] == [1, 2, None, 4]
     assert [a["success"] for a in answers] == [True, True, False, True]
-    assert answers[2]["error"] == TOO_LONG
+    assert answers[2]["error"] == f"Failed to parse command: {TOO_LONG}"
+    assert answers[2]["command"] == "parse"
 
 
 async def stdio_answers(terminator: bytes) -> list[dict[str, Any]]:
     stdin = io.BytesIO(b"".join(line + terminator for line in LINES))
     stdout = io.BytesIO()
     agent = agent_factory("faux", token_delay=0)()
-    await RpcSession(agent, StdioLines(stdin, stdout)).run()
+    await rpc_session(agent, StdioLines(stdin, stdout)).run()
     return [json.loads(line) for line in stdout.getvalue().splitlines()]
 
 
@@ -82,6 +83,6 @@ async def test_a_last_line_without_newline_follows_the_same_rule() -> None:
     for size, ok in ((MAX_LINE, True), (MAX_LINE + 1, False)):
         stdin = io.BytesIO(get_state_line(size, 1))
         stdout = io.BytesIO()
-        await RpcSession(agent_factory("faux", token_delay=0)(), StdioLines(stdin, stdout)).run()
+        await rpc_session(agent_factory("faux", token_delay=0)(), StdioLines(stdin, stdout)).run()
         [answer] = [json.loads(line) for line in stdout.getvalue().splitlines()]
         assert answer["success"] is ok

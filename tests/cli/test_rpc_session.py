@@ -1,4 +1,5 @@
-"""The rpc protocol in-process over an in-memory stream, on the canned scripted model."""
+"""pi's RPC protocol in-process over an in-memory stream, on the canned scripted model: the
+run's events, queues, abort and malformed input."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pi_trio.cli._lines import StreamLines
 from pi_trio.cli._rpc import RpcSession
 
 from ..transcript import assert_transcript_valid
-from ._helpers import JsonLinesClient, is_text_delta, is_type
+from ._helpers import JsonLinesClient, is_text_delta, is_type, rpc_session
 
 
 class Harness:
@@ -29,7 +30,7 @@ class Harness:
 async def rpc(nursery: trio.Nursery) -> AsyncIterator[Harness]:
     client_stream, server_stream = trio.testing.memory_stream_pair()
     agent = agent_factory("faux", token_delay=0.01)()
-    session = RpcSession(agent, StreamLines(server_stream))
+    session = rpc_session(agent, StreamLines(server_stream))
     nursery.start_soon(session.run)
     yield Harness(JsonLinesClient(client_stream), session)
 
@@ -43,33 +44,61 @@ def _user_texts(messages: list[dict[str, Any]]) -> list[str]:
     return texts
 
 
-async def test_prompt_streams_events_until_agent_end(rpc: Harness, autojump_clock: Any) -> None:
+async def test_prompt_streams_events_until_agent_settled(rpc: Harness, autojump_clock: Any) -> None:
     reply = await rpc.client.command({"type": "prompt", "message": "what is 2 + 3 * 4?", "id": 7})
-    assert reply == {"type": "response", "command": "prompt", "id": 7, "success": True}
-    events = await rpc.client.until(is_type("agent_end"))
-    kinds = [e["type"] for e in events]
-    assert kinds[0] == "agent_start"
-    assert "message_update" in kinds and "tool_execution_end" in kinds
+    assert reply == {
+        "id": 7,
+        "type": "response",
+        "command": "prompt",
+        "success": True,
+        "data": {"disposition": "started"},
+    }
+    assert list(reply) == ["id", "type", "command", "success", "data"]  # pi's order
+    events = await rpc.client.until(is_type("agent_settled"))
+    kinds = [e["type"] for e in events if e["type"] != "message_update"]
+    assert kinds == [
+        "agent_start", "turn_start", "message_start", "message_end",  # the prompt
+        "message_start", "message_end", "tool_execution_start", "tool_execution_end",
+        "message_start", "message_end", "turn_end",  # the tool result
+        "turn_start", "message_start", "message_end", "turn_end", "agent_end", "agent_settled",
+    ]  # fmt: skip
     end = next(e for e in events if e["type"] == "tool_execution_end")
     assert end["toolName"] == "calculate" and end["result"]["content"][0]["text"] == "14"
-    final = events[-1]["messages"][-1]
+    assert events[-2]["willRetry"] is False and events[-1] == {
+        "type": "agent_settled",
+        "aborted": False,
+    }
+    final = events[-2]["messages"][-1]
     assert final["role"] == "assistant" and "14" in final["content"][0]["text"]
-    state = await rpc.client.command({"type": "get_state", "id": "s"})
-    assert state["data"]["isStreaming"] is False
-    assert len(state["data"]["messages"]) == 4
-    assert state["data"]["tools"] == ["clock", "calculate", "read_file"]
+    messages = await rpc.client.command({"type": "get_messages", "id": "m"})
+    assert messages["data"]["messages"] == [pt.to_json(m) for m in rpc.agent.state.messages]
+    assert len(messages["data"]["messages"]) == 4
 
 
 async def test_steer_and_follow_up_while_a_prompt_runs(rpc: Harness, autojump_clock: Any) -> None:
-    await rpc.client.command({"type": "prompt", "message": "what time is it?", "id": 1})
+    await rpc.client.command({"type": "prompt", "message": "wait 1", "id": 1})
     await rpc.client.until(is_type("tool_execution_start"))
-    assert (await rpc.client.command({"type": "steer", "message": "steered", "id": 2}))["success"]
+    await rpc.client.send({"type": "steer", "message": "steered", "id": 2})
+    items = await rpc.client.until(lambda i: i["type"] == "response")
+    update = next(i for i in items if i["type"] == "queue_update")  # pi: before the response
+    assert update == {"type": "queue_update", "steering": ["steered"], "followUp": []}
+    assert items[-1]["data"] == {"disposition": "queued"}
     follow = {"role": "user", "content": "followed", "timestamp": 1}
-    assert (await rpc.client.command({"type": "follow_up", "message": follow, "id": 3}))["success"]
-    events = await rpc.client.until(is_type("agent_end"))
-    texts = _user_texts(events[-1]["messages"])
+    reply = await rpc.client.command({"type": "follow_up", "message": follow, "id": 3})
+    assert reply["data"] == {"disposition": "queued"}
+    events = await rpc.client.until(is_type("agent_settled"))
+    texts = _user_texts(events[-2]["messages"])
     # steering goes in after the tool turn, the follow-up only once the agent would stop
-    assert texts == ["what time is it?", "steered", "followed"]
+    assert texts == ["wait 1", "steered", "followed"]
+    updates = [e for e in rpc.client.seen if e["type"] == "queue_update"]
+    assert [(u["steering"], u["followUp"]) for u in updates] == [
+        (["steered"], []),
+        (["steered"], ["followed"]),
+        ([], ["followed"]),  # each taken by the run, just before its message_start
+        ([], []),
+    ]
+    delivered = rpc.client.seen.index(updates[2])
+    assert rpc.client.seen[delivered + 1]["type"] == "message_start"
     assert_transcript_valid(rpc.agent.state.messages)
 
 
@@ -80,46 +109,55 @@ async def test_abort_mid_stream_then_the_session_goes_on(rpc: Harness, autojump_
     await rpc.client.send({"type": "abort", "id": "a"})
     items = await rpc.client.until(lambda i: i["type"] == "response" and i.get("id") == "a")
     kinds = [i["type"] for i in items]
-    assert kinds.index("agent_end") < kinds.index("response")  # the run is over when abort replies
+    # the run has settled when abort replies
+    assert kinds.index("agent_end") < kinds.index("agent_settled") < kinds.index("response")
+    assert items[kinds.index("agent_settled")]["aborted"] is True
+    assert items[-1] == {"id": "a", "type": "response", "command": "abort", "success": True}
     ended = [i for i in items if i["type"] == "message_end"][-1]["message"]
     assert ended["stopReason"] == "aborted"
     assert 0 < len(ended["content"][0]["text"]) < 200
     assert_transcript_valid(rpc.agent.state.messages, aborted=True)
     reply = await rpc.client.command({"type": "prompt", "message": "hello again", "id": 2})
     assert reply["success"]
-    events = await rpc.client.until(is_type("agent_end"))
-    assert "hello again" in events[-1]["messages"][-1]["content"][0]["text"]
+    events = await rpc.client.until(is_type("agent_settled"))
+    assert events[-1]["aborted"] is False  # a new run starts with no abort requested
+    assert "hello again" in events[-2]["messages"][-1]["content"][0]["text"]
     assert len(rpc.agent.state.messages) == 4
 
 
-async def test_abort_while_idle_and_reset(rpc: Harness, autojump_clock: Any) -> None:
-    assert (await rpc.client.command({"type": "abort", "id": 1}))["success"]
-    await rpc.client.command({"type": "prompt", "message": "tell me a long story", "id": 2})
-    await rpc.client.until(is_type("message_update"))
-    assert (await rpc.client.command({"type": "reset", "id": 3}))["success"]
-    state = await rpc.client.command({"type": "get_state", "id": 4})
-    assert state["data"]["messages"] == [] and state["data"]["isStreaming"] is False
+async def test_abort_while_idle_succeeds_and_writes_nothing_else(
+    rpc: Harness, autojump_clock: Any
+) -> None:
+    reply = await rpc.client.command({"type": "abort", "id": 1})
+    assert reply == {"id": 1, "type": "response", "command": "abort", "success": True}
+    assert rpc.client.seen == [reply]
 
 
-async def test_a_second_prompt_while_busy_is_refused_and_the_run_goes_on(
+async def test_a_second_prompt_while_busy_needs_a_streaming_behavior(
     rpc: Harness, autojump_clock: Any
 ) -> None:
     await rpc.client.command({"type": "prompt", "message": "what time is it?", "id": 1})
     reply = await rpc.client.command({"type": "prompt", "message": "again", "id": 2})
-    assert reply["success"] is False and "busy" in reply["error"]
-    events = await rpc.client.until(is_type("agent_end"))
-    assert _user_texts(events[-1]["messages"]) == ["what time is it?"]
+    assert reply["success"] is False and reply["error"] == (
+        "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to "
+        "queue the message."
+    )
+    queued = {"type": "prompt", "message": "then this", "streamingBehavior": "followUp", "id": 3}
+    reply = await rpc.client.command(queued)
+    assert reply["success"] and reply["data"] == {"disposition": "queued"}
+    events = await rpc.client.until(is_type("agent_settled"))
+    assert _user_texts(events[-2]["messages"]) == ["what time is it?", "then this"]
 
 
 @pytest.mark.parametrize(
     ("line", "reply_id", "command", "error"),
     [
-        (b"not json", None, None, "invalid JSON"),
-        (b"\xff\xfe", None, None, "invalid JSON"),
-        (b"[1, 2]", None, None, "a command must be a JSON object"),
-        (b'{"id": 1}', 1, None, "unknown command type None"),
-        (b'{"type": "dance", "id": "x"}', "x", "dance", "unknown command type 'dance'"),
-        (b'{"type": 3, "id": 2}', 2, None, "unknown command type 3"),
+        (b"not json", None, "parse", "Failed to parse command: Expecting value"),
+        (b"\xff\xfe", None, "parse", "Failed to parse command: "),
+        (b"[1, 2]", None, "parse", "Failed to parse command: a command must be a JSON object"),
+        (b'{"id": 1}', 1, None, "Unknown command: None"),
+        (b'{"type": "dance", "id": "x"}', "x", "dance", "Unknown command: dance"),
+        (b'{"type": 3, "id": 2}', 2, 3, "Unknown command: 3"),
         (b'{"type": "prompt", "id": 3}', 3, "prompt", "message: required"),
         (b'{"type": "prompt", "message": 5, "id": 4}', 4, "prompt", "message: expected"),
         (
@@ -137,7 +175,7 @@ async def test_a_second_prompt_while_busy_is_refused_and_the_run_goes_on(
         ),
         (b'{"type": "steer", "id": 8}', 8, "steer", "message: expected"),
         (b'{"type": "follow_up", "message": {"role": "robot"}}', None, "follow_up", "message:"),
-        (b'{"type": "get_state", "id": NaN}', None, None, "invalid JSON"),
+        (b'{"type": "get_state", "id": NaN}', None, "parse", "NaN is not valid JSON"),
         (b'{"type": "prompt", "message": "", "id": 9}', 9, "prompt", "message: empty; send some"),
         (b'{"type": "prompt", "message": "  ", "id": 10}', 10, "prompt", "message: empty"),
         (b'{"type": "prompt", "message": [], "id": 11}', 11, "prompt", "message: an empty list"),
@@ -149,11 +187,13 @@ async def test_a_second_prompt_while_busy_is_refused_and_the_run_goes_on(
             "prompt",
             "images[0].data: not valid base64",
         ),
+        (b'{"type": "configure", "id": 14}', 14, "configure", "Unknown command: configure"),
+        (b'{"type": "reset", "id": 15}', 15, "reset", "Unknown command: reset"),
         (
-            b'{"type": "configure", "messageUpdates": "tiny", "id": 14}',
-            14,
-            "configure",
-            "messageUpdates: expected one of full, compact",
+            b'{"type": "prompt", "message": "x", "streamingBehavior": "now", "id": 16}',
+            16,
+            "prompt",
+            "streamingBehavior: expected steer or followUp, got 'now'",
         ),
     ],
 )
@@ -161,14 +201,14 @@ async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
     rpc: Harness, autojump_clock: Any, line: bytes, reply_id: Any, command: str | None, error: str
 ) -> None:
     await rpc.client.command({"type": "prompt", "message": "hi", "id": "first"})
-    await rpc.client.until(is_type("agent_end"))
+    await rpc.client.until(is_type("agent_settled"))
     before = pt.to_json(rpc.agent.state.messages[-1])
     await rpc.client.send(line)
     reply = await rpc.client.receive()
     assert reply["type"] == "response" and reply["success"] is False
     assert reply.get("id") == reply_id and reply["command"] == command
     assert error in reply["error"], reply["error"]
-    state = await rpc.client.command({"type": "get_state", "id": "after"})
+    state = await rpc.client.command({"type": "get_messages", "id": "after"})
     assert len(state["data"]["messages"]) == 2
     assert state["data"]["messages"][-1] == before
 
@@ -178,38 +218,43 @@ async def test_end_of_input_lets_the_running_prompt_finish(autojump_clock: Any) 
     agent = agent_factory("faux", token_delay=0.01)()
     client = JsonLinesClient(client_stream)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(RpcSession(agent, StreamLines(server_stream)).run)
+        nursery.start_soon(rpc_session(agent, StreamLines(server_stream)).run)
         await client.command({"type": "prompt", "message": "what time is it?", "id": 1})
         await client_stream.send_stream.aclose()
-        events = await client.until(is_type("agent_end"))
-    assert events[-1]["messages"][-1]["stopReason"] == "stop"
+        events = await client.until(is_type("agent_settled"))
+    assert events[-2]["messages"][-1]["stopReason"] == "stop"
     assert not agent.state.is_streaming
 
 
-async def test_compact_message_updates_carry_only_the_delta(
+async def test_message_updates_carry_the_stream_event_and_usage_as_pi_writes_them(
     rpc: Harness, autojump_clock: Any
 ) -> None:
-    reply = await rpc.client.command({"type": "configure", "messageUpdates": "compact", "id": 1})
-    assert reply["success"] and reply["data"] == {"messageUpdates": "compact"}
-    await rpc.client.command({"type": "prompt", "message": "hi", "id": 2})
-    events = await rpc.client.until(is_type("agent_end"))
+    await rpc.client.command({"type": "prompt", "message": "what is 2 + 2?", "id": 1})
+    events = await rpc.client.until(is_type("agent_settled"))
     updates = [e for e in events if e["type"] == "message_update"]
-    assert updates and all(set(u) == {"type", "assistantMessageEvent"} for u in updates)
+    assert updates and all(list(u) == ["type", "usage", "assistantMessageEvent"] for u in updates)
     assert all("partial" not in u["assistantMessageEvent"] for u in updates)
-    deltas = "".join(
-        u["assistantMessageEvent"]["delta"]
-        for u in updates
-        if u["assistantMessageEvent"]["type"] == "text_delta"
-    )
-    end = next(
-        e for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
-    )
-    assert deltas == end["message"]["content"][0]["text"]  # the deltas rebuild the message
-    await rpc.client.command({"type": "configure", "messageUpdates": "full", "id": 3})
-    await rpc.client.command({"type": "prompt", "message": "again", "id": 4})
-    events = await rpc.client.until(is_type("agent_end"))
-    full = next(e for e in events if e["type"] == "message_update")
-    assert "message" in full and "partial" in full["assistantMessageEvent"]  # pi's shape
+    for update in updates:
+        pt.from_json(update["usage"], pt.Usage)
+    [start] = [u for u in updates if u["assistantMessageEvent"]["type"] == "toolcall_start"]
+    call = next(e for e in events if e["type"] == "tool_execution_start")
+    assert start["assistantMessageEvent"] == {
+        "type": "toolcall_start",
+        "contentIndex": 1,
+        "id": call["toolCallId"],
+        "toolName": "calculate",
+    }
+    ends = [e for e in events if e["type"] == "message_end" and e["message"]["role"] == "assistant"]
+    texts = [[], []]  # the deltas rebuild each assistant message's text
+    turn = 0
+    for event in events:
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            turn += 1
+        elif event["type"] == "message_update":
+            stream_event = event["assistantMessageEvent"]
+            if stream_event["type"] == "text_delta":
+                texts[turn].append(stream_event["delta"])
+    assert ["".join(t) for t in texts] == [e["message"]["content"][0]["text"] for e in ends]
 
 
 async def test_valid_base64_images_are_accepted(rpc: Harness, autojump_clock: Any) -> None:
@@ -218,4 +263,4 @@ async def test_valid_base64_images_are_accepted(rpc: Harness, autojump_clock: An
         {"type": "prompt", "message": "look", "images": [image], "id": 1}
     )
     assert reply["success"], reply
-    await rpc.client.until(is_type("agent_end"))
+    await rpc.client.until(is_type("agent_settled"))

@@ -34,10 +34,10 @@ async def test_two_connections_get_two_agents_and_bad_input_is_answered(
     bad = await second.command({"type": "prompt", "message": {"role": "user"}, "id": "bad"})
     assert bad["success"] is False and bad["error"].startswith("message: ")
     await second.send(b"{oops")
-    assert "invalid JSON" in (await second.receive())["error"]
-    state = await second.command({"type": "get_state", "id": 2})
+    assert "Failed to parse command" in (await second.receive())["error"]
+    state = await second.command({"type": "get_messages", "id": 2})
     assert state["data"]["messages"] == []  # the second connection has its own agent
-    state = await first.command({"type": "get_state", "id": 3})
+    state = await first.command({"type": "get_messages", "id": 3})
     assert len(state["data"]["messages"]) == 4
     await first.lines._stream.aclose()
     await second.lines._stream.aclose()

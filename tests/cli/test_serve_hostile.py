@@ -13,9 +13,9 @@ import trio
 
 import pi_trio as pt
 from pi_trio.cli._agents import agent_factory
-from pi_trio.cli._rpc import RpcSession, serve_tcp_rpc
+from pi_trio.cli._rpc import serve_tcp_rpc
 
-from ._helpers import JsonLinesClient, Process, is_type
+from ._helpers import JsonLinesClient, Process, is_type, rpc_session
 
 
 def hostile_prompt(levels: int = 500) -> bytes:
@@ -51,7 +51,7 @@ def test_a_deeply_nested_line_is_refused_and_serve_keeps_serving() -> None:
             assert refused["success"] is False
             assert refused["error"].startswith("message: details" + "[0]" * 64 + ": nested")
             # both connections are still served afterwards
-            state = await hostile.command({"type": "get_state", "id": 2})
+            state = await hostile.command({"type": "get_messages", "id": 2})
             assert state["success"] and state["data"]["messages"] == []
             await other.command({"type": "prompt", "message": "what is 6 * 7?", "id": 3})
             events = await other.until(is_type("agent_end"))
@@ -157,7 +157,7 @@ async def test_rpc_whose_reader_went_away_ends_quietly(caplog: pytest.LogCapture
 
     caplog.set_level(logging.DEBUG, logger="pi_trio")
     agent = agent_factory("faux", token_delay=0.01)()
-    session = RpcSession(agent, HeadTwo())
+    session = rpc_session(agent, HeadTwo())
     with trio.fail_after(10):
         await session.run()
     assert isinstance(session.gone, BrokenPipeError)

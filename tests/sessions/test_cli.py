@@ -78,8 +78,27 @@ def _rpc(store: Path, *lines: str) -> list[dict[str, object]]:
 def test_rpc_session_resumes_in_a_new_process(tmp_path: Path) -> None:
     store = tmp_path / "agents.db"
     first = _rpc(store, '{"type": "prompt", "message": "what is 1 + 1?", "id": 1}')
-    assert first[-1]["type"] == "agent_end"
-    again = _rpc(store, '{"type": "get_state", "id": 2}')
+    assert first[-2]["type"] == "agent_end" and first[-1]["type"] == "agent_settled"
+    again = _rpc(store, '{"type": "get_messages", "id": 2}')
     messages = again[0]["data"]["messages"]  # type: ignore[index]
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"]
-    assert messages == first[-1]["messages"]
+    assert messages == first[-2]["messages"]
+
+
+def test_rpc_with_a_store_keeps_every_session_there(tmp_path: Path) -> None:
+    store = tmp_path / "agents.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_trio", "rpc", "--delay", "0", "--store", str(store)],
+        input='{"type": "get_state", "id": 1}\n{"type": "new_session", "id": 2}\n'
+        '{"type": "get_state", "id": 3}\n',
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    first, second = replies[1]["data"]["sessionId"], replies[3]["data"]["sessionId"]
+    assert first != second
+    listed = subprocess.run(
+        [sys.executable, "-m", "pi_trio", "sessions", "--store", str(store), "list"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, check=True,
+    )  # fmt: skip
+    assert {line.split("\t")[0] for line in listed.stdout.splitlines()} == {first, second}
