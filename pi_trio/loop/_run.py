@@ -68,8 +68,8 @@ class _Run:
 
     # thousands of agents may be mid-run at once
     __slots__ = (
-        "compactor", "config", "emitter", "hooks_see_turns", "phase", "response_error", "setup",
-        "stream_fn", "tracing", "transcript",
+        "compactor", "config", "emitter", "hooks_see_turns", "phase", "respond", "response_error",
+        "setup", "stream_fn", "tracing", "transcript",
     )  # fmt: skip
 
     def __init__(
@@ -95,8 +95,10 @@ class _Run:
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
         self.compactor: Compactor | None = None
-        if config.compaction is not None:
+        self.respond: Callable[[], Awaitable[AssistantMessage]] = self._respond
+        if config.compaction is not None:  # the turn's request with compaction around it
             self.compactor = Compactor(config.compaction, config, self.emitter)
+            self.respond = self._respond_compacted
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -174,10 +176,7 @@ class _Run:
                 # in its two halves: thousands of agents wait here, one frame less each)
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 await trio.lowlevel.checkpoint_if_cancelled()
-                if self.compactor is None:
-                    message = await self._respond()
-                else:
-                    message = await self._respond_compacted(self.compactor)
+                message = await self.respond()
                 tool_results, more_tool_calls = await self._run_tools(message)
                 if self.hooks_see_turns:
                     turn = TurnContext(
@@ -259,11 +258,13 @@ class _Run:
             await delivering
         return message
 
-    async def _respond_compacted(self, compactor: Compactor) -> AssistantMessage:
+    async def _respond_compacted(self) -> AssistantMessage:
         """:meth:`_respond` with compaction on: the transcript is compacted first when its
         context nears the model's window; a response that overflowed it anyway is followed by
         one compaction and, when that made a summary, the same request again (a second
         overflow is the turn's error)."""
+        compactor = self.compactor
+        assert compactor is not None
         setup = self.setup
         if compactor.due(setup.model):
             await compactor.compact("threshold", setup.model, setup.options)
