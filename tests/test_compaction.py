@@ -16,79 +16,14 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.testing import check_transcript
 
-from .support import make_scripted_agent, record
+from .support import READ, ReadingModel, make_scripted_agent, record, request_tokens
 
 faux = pt.faux
 WINDOW = 4_000
 SETTINGS = pt.Compaction(reserve_tokens=500, keep_recent_tokens=1_000)
-RESULT = "lorem ipsum " * 170  # ~2,000 characters: ~500 tokens a tool result
 
 
-async def _read(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-    return pt.ToolResult([pt.TextContent(f"{params['path']}: {RESULT}")])
-
-
-READ = pt.AgentTool(
-    "read",
-    "Read",
-    "reads a file",
-    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    _read,
-)
-
-
-def request_tokens(context: pt.Context) -> int:
-    """A request's size as this test's model counts it: every character of what it is sent,
-    system prompt included, / 4 (no call into pi_trio's own estimate)."""
-    chars = len(context.system_prompt or "")
-    for message in context.messages:
-        content = message.content
-        if isinstance(content, str):
-            chars += len(content)
-            continue
-        for block in content:
-            if isinstance(block, pt.TextContent):
-                chars += len(block.text)
-            elif isinstance(block, pt.ToolCall):
-                chars += len(block.name) + len(str(block.arguments))
-    return chars // 4
-
-
-class Model:
-    """A scripted model that reads files for ``turns`` turns, then answers; a request without
-    tools is a summary request, answered "summary N". It reports its input as
-    :func:`request_tokens`, as a real model reports usage."""
-
-    def __init__(self, turns: int, summary: Any = None) -> None:
-        self.turns = turns
-        self.turn = 0
-        self.requests: list[pt.Context] = []
-        self.summary_requests: list[pt.Context] = []
-        self.summary = summary  # replaces the summary answer: a message, or an async function
-
-    async def __call__(self, context: pt.Context, options: Any, index: int) -> pt.AssistantMessage:
-        # a request's messages are a view of the transcript for that request only (compaction
-        # rewrites the list later): keep a copy
-        context = attrs.evolve(context, messages=list(context.messages))
-        tokens = request_tokens(context)
-        usage = pt.Usage(input=tokens, output=20, total_tokens=tokens + 20)
-        if not context.tools:
-            self.summary_requests.append(context)
-            if callable(self.summary):
-                return await self.summary()  # type: ignore[no-any-return]
-            if self.summary is not None:
-                return self.summary  # type: ignore[no-any-return]
-            text = f"summary {len(self.summary_requests)}"
-            return faux.assistant_message(text, usage=usage)
-        self.requests.append(context)
-        self.turn += 1
-        if self.turn <= self.turns:
-            call = faux.tool_call("read", {"path": f"f{self.turn}.txt"}, id=f"c{self.turn}")
-            return faux.assistant_message([call], usage=usage)
-        return faux.assistant_message("done", usage=usage)
-
-
-def agent_over(model: Model, **options: Any) -> tuple[pt.Agent, faux.FauxModel]:
+def agent_over(model: ReadingModel, **options: Any) -> tuple[pt.Agent, faux.FauxModel]:
     small = attrs.evolve(pt.get_model("faux", "faux-1"), context_window=WINDOW)
     scripted = faux.FauxModel(itertools.repeat(model), model=small)
     return make_scripted_agent(scripted, (READ,), **options)
@@ -99,7 +34,7 @@ def compactions(events: list[pt.AgentEvent]) -> list[pt.CompactionEnd]:
 
 
 async def test_a_long_tool_session_never_sends_a_request_over_the_window() -> None:
-    model = Model(turns=300)
+    model = ReadingModel(turns=300)
     agent, _ = agent_over(model, compaction=SETTINGS)
     events = record(agent)
     await agent.prompt("read the files")
@@ -117,7 +52,7 @@ async def test_a_long_tool_session_never_sends_a_request_over_the_window() -> No
 
 async def test_without_compaction_the_same_session_outgrows_the_window() -> None:
     # the test above could not pass by accident: the session does outgrow the window
-    model = Model(turns=30)
+    model = ReadingModel(turns=30)
     agent, _ = agent_over(model)
     await agent.prompt("read the files")
     assert max(request_tokens(c) for c in model.requests) > WINDOW
@@ -125,7 +60,7 @@ async def test_without_compaction_the_same_session_outgrows_the_window() -> None
 
 
 async def test_the_summary_is_updated_not_stacked() -> None:
-    model = Model(turns=40)
+    model = ReadingModel(turns=40)
     agent, _ = agent_over(model, compaction=SETTINGS)
     await agent.prompt("read the files")
     assert len(model.summary_requests) >= 2
@@ -149,7 +84,7 @@ async def test_the_summary_is_updated_not_stacked() -> None:
 
 
 async def test_a_tool_call_and_its_result_are_never_split() -> None:
-    model = Model(turns=60)
+    model = ReadingModel(turns=60)
     agent, _ = agent_over(model, compaction=attrs.evolve(SETTINGS, keep_recent_tokens=700))
     heads: list[pt.AgentMessage] = []
 
@@ -171,7 +106,7 @@ async def test_a_tool_call_and_its_result_are_never_split() -> None:
 
 
 async def test_events_and_the_transcript_after_a_threshold_compaction() -> None:
-    model = Model(turns=12)
+    model = ReadingModel(turns=12)
     agent, _ = agent_over(model, compaction=SETTINGS)
     events = record(agent)
     await agent.prompt("read the files")
@@ -191,7 +126,7 @@ async def test_events_and_the_transcript_after_a_threshold_compaction() -> None:
 
 async def test_a_failed_summary_leaves_the_transcript_and_the_run_goes_on() -> None:
     failure = faux.assistant_message([], stop_reason="error", error_message="HTTP 500: oops")
-    model = Model(turns=12, summary=failure)
+    model = ReadingModel(turns=12, summary=failure)
     agent, _ = agent_over(model, compaction=SETTINGS)
     events = record(agent)
     await agent.prompt("read the files")
@@ -204,7 +139,7 @@ async def test_a_failed_summary_leaves_the_transcript_and_the_run_goes_on() -> N
 
 
 async def test_the_summarys_usage_counts_toward_the_budgets() -> None:
-    model = Model(turns=12)
+    model = ReadingModel(turns=12)
     agent, _ = agent_over(model, compaction=SETTINGS)
     events = record(agent)
     await agent.prompt("read the files")
@@ -215,7 +150,7 @@ async def test_the_summarys_usage_counts_toward_the_budgets() -> None:
     # one token more is a limit the turns alone never reach
     tool_turns = [m for m in end.messages if isinstance(m, pt.AssistantMessage) and m.tool_calls]
     limit = sum(m.usage.total_tokens for m in tool_turns) + 1
-    budgeted, _ = agent_over(Model(turns=12), compaction=SETTINGS, max_total_tokens=limit)
+    budgeted, _ = agent_over(ReadingModel(turns=12), compaction=SETTINGS, max_total_tokens=limit)
     await budgeted.prompt("read the files")
     assert budgeted.state.error_message is not None
     assert "max_total_tokens" in budgeted.state.error_message
@@ -243,7 +178,7 @@ async def test_cancelled_mid_summary_the_transcript_is_as_before(
         await trio.sleep(60)
         raise AssertionError("the summary was not cancelled")
 
-    model = Model(turns=12, summary=slow_summary)
+    model = ReadingModel(turns=12, summary=slow_summary)
     agent, _ = agent_over(model, compaction=SETTINGS)
     events = record(agent)
     before: list[pt.AgentMessage] = []
@@ -267,7 +202,7 @@ async def test_cancelled_mid_summary_the_transcript_is_as_before(
 
 
 async def test_compact_on_demand() -> None:
-    model = Model(turns=6)
+    model = ReadingModel(turns=6)
     agent, _ = agent_over(model)  # no compaction setting: compact() uses the defaults...
     await agent.prompt("read the files")
     assert await agent.compact() is None  # ...which keep 20,000 tokens: nothing to cut
