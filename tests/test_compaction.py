@@ -251,3 +251,41 @@ def test_compaction_settings_are_checked() -> None:
     with pytest.raises(TypeError, match=r"pt\.Compaction"):
         agent.compaction = "yes"  # type: ignore[assignment]
     assert pt.Agent().compaction is None
+
+
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+async def test_compact_cancelled_leaves_the_transcript(
+    how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    started = trio.Event()
+
+    async def slow_summary() -> pt.AssistantMessage:
+        started.set()
+        await trio.sleep(60)
+        raise AssertionError("the summary was not cancelled")
+
+    model = ReadingModel(turns=6, summary=slow_summary)
+    agent, _ = agent_over(model, compaction=pt.Compaction(keep_recent_tokens=600))
+    await agent.prompt("read the files")
+    before = list(agent.state.messages)
+    events = record(agent)
+    results: list[object] = []
+    with trio.fail_after(600):
+        async with trio.open_nursery() as nursery:
+
+            async def compact() -> None:
+                with trio.move_on_after(5 if how == "deadline" else 10_000) as scope:
+                    results.append(await agent.compact())
+                if scope.cancelled_caught:
+                    results.append("cancelled")
+
+            nursery.start_soon(compact)
+            await started.wait()
+            if how == "abort":
+                agent.abort()
+    assert results == ([None] if how == "abort" else ["cancelled"])
+    assert agent.state.messages == before
+    assert [e.type for e in events] == ["compaction_start", "compaction_end"]
+    end = events[-1]
+    assert isinstance(end, pt.CompactionEnd) and end.aborted and end.summary is None
+    assert not agent.is_running
