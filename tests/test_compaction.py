@@ -264,9 +264,11 @@ async def test_compact_cancelled_leaves_the_transcript(
         await trio.sleep(60)
         raise AssertionError("the summary was not cancelled")
 
-    model = ReadingModel(turns=6, summary=slow_summary)
-    agent, _ = agent_over(model, compaction=pt.Compaction(keep_recent_tokens=600))
+    model = ReadingModel(turns=6)
+    agent, _ = agent_over(model)  # the run does not compact
     await agent.prompt("read the files")
+    agent.compaction = pt.Compaction(keep_recent_tokens=600)
+    model.summary = slow_summary
     before = list(agent.state.messages)
     events = record(agent)
     results: list[object] = []
