@@ -66,7 +66,7 @@ def _tokens(minimum: int) -> Any:
 class Compaction:
     """When and how an agent compacts its transcript (``pt.Agent(compaction=...)``).
 
-    Args:
+    Attributes:
         reserve_tokens: room kept free in the model's context window for the next response:
             a request whose context exceeds ``model.context_window - reserve_tokens`` is
             compacted first (pi's 16,384).
