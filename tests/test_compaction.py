@@ -291,3 +291,21 @@ async def test_compact_cancelled_leaves_the_transcript(
     end = events[-1]
     assert isinstance(end, pt.CompactionEnd) and end.aborted and end.summary is None
     assert not agent.is_running
+
+
+async def test_a_failing_get_api_key_fails_the_summary_not_the_run() -> None:
+    summariser = attrs.evolve(pt.get_model("faux", "faux-1"), provider="summaries")
+
+    def key(provider: str) -> str | None:
+        if provider == "summaries":  # asked for the summary's model only
+            raise RuntimeError("the vault is closed")
+        return None
+
+    model = ReadingModel(turns=12)
+    settings = attrs.evolve(SETTINGS, model=summariser)
+    agent, _ = agent_over(model, compaction=settings, get_api_key=key)
+    events = record(agent)
+    await agent.prompt("read the files")
+    failed = compactions(events)
+    assert failed and all(e.error == "Summary request failed: the vault is closed" for e in failed)
+    assert agent.state.error_message is None and model.summary_requests == []

@@ -145,12 +145,12 @@ class Compactor:
         prompt = summary_prompt(default_convert_to_llm(messages), previous, asked or None)
         model = settings.model or model
         context = Context(SUMMARY_SYSTEM_PROMPT, [UserMessage(prompt)], ())
-        if self.config.get_api_key is not None:
-            key = await call_maybe_async(self.config.get_api_key, model.provider)
-            if key:
-                options = attrs.evolve(options, api_key=key)
         final: AssistantMessage | None = None
         try:
+            if self.config.get_api_key is not None:
+                key = await call_maybe_async(self.config.get_api_key, model.provider)
+                if key:
+                    options = attrs.evolve(options, api_key=key)
             async with self.stream_fn(model, context, options) as events:
                 async for event in events:
                     if isinstance(event, StreamDone):
