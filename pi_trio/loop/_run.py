@@ -95,10 +95,12 @@ class _Run:
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
         self.compactor: Compactor | None = None
-        self.respond: Callable[[], Awaitable[AssistantMessage]] = self._respond
-        if config.compaction is not None:  # the turn's request with compaction around it
+        # the turn's request step, with compaction around it when on (a plain function of the
+        # run: a bound method kept on the run would make a reference cycle of every run)
+        self.respond: Callable[[_Run], Awaitable[AssistantMessage]] = _Run._respond
+        if config.compaction is not None:
             self.compactor = Compactor(config.compaction, config, self.emitter)
-            self.respond = self._respond_compacted
+            self.respond = _Run._respond_compacted
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -176,7 +178,7 @@ class _Run:
                 # in its two halves: thousands of agents wait here, one frame less each)
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 await trio.lowlevel.checkpoint_if_cancelled()
-                message = await self.respond()
+                message = await self.respond(self)
                 tool_results, more_tool_calls = await self._run_tools(message)
                 if self.hooks_see_turns:
                     turn = TurnContext(
