@@ -244,5 +244,27 @@ SCENARIOS = (
     ),
 )
 
+# round 3: compaction (issue 34)
+SCENARIOS = (
+    *SCENARIOS,
+    Scenario(
+        "S10",
+        "compaction",
+        "one prompt; 1,000 tool turns (400-character results) on a 20,000-token window, with "
+        "compaction (reserve 2,000, keep 5,000) beside the same session without it",
+        {"turns": 1000},
+        {"turns": 200},
+        (
+            Figure("first_us_per_turn", "µs/turn, first tenth", "lower"),
+            Figure("last_us_per_turn", "µs/turn, last tenth", "lower"),
+            Figure("last_to_first", "last/first", "lower", "<= 1.5", 2, ratio=False),
+            Figure("plain_first_us_per_turn", "no compaction: µs/turn, first tenth", "lower"),
+            Figure("plain_last_us_per_turn", "no compaction: µs/turn, last tenth", "lower"),
+            Figure("compactions", "compactions", "lower", digits=0, ratio=False),
+        ),
+        impls=("pi_trio",),
+    ),
+)
+
 BY_ID = {scenario.id: scenario for scenario in SCENARIOS}
 IMPLS = ("pi_trio", "floor", "reference")

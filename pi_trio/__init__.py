@@ -54,11 +54,14 @@ from .coding_messages import (
     CompactionSummary,
     ExtensionMessage,
 )
+from .compaction import Compaction, is_context_overflow
 from .events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
     BudgetReached,
+    CompactionEnd,
+    CompactionStart,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -172,6 +175,9 @@ __all__ = [
     "BranchSummary",
     "BudgetReached",
     "CheckingRecorder",
+    "Compaction",
+    "CompactionEnd",
+    "CompactionStart",
     "CompactionSummary",
     "Context",
     "ContinueError",
@@ -254,6 +260,7 @@ __all__ = [
     "from_json",
     "get_env_api_key",
     "get_model",
+    "is_context_overflow",
     "json_schema_for",
     "list_models",
     "mcp",

@@ -18,11 +18,14 @@ import cattrs
 from cattrs.errors import AttributeValidationNote, ClassValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from ._wire_compaction import register_compaction_events
 from ._wire_values import Invalid, camel, describe, structure_bool, structure_str
 from .events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
+    CompactionEnd,
+    CompactionStart,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -434,7 +437,8 @@ def install_data_model(
         AgentEvent,
         "type",
         tags(AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, MessageUpdate, MessageEnd,
-             ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd),
+             ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd, CompactionStart,
+             CompactionEnd),
         "type",
     )  # fmt: skip
     structure_as = conv.structure
@@ -474,6 +478,7 @@ def install_data_model(
         frozenset({"details", "terminate", "is_error", "structured_content", "usage"}),
     )
     register_system_message(conv)
+    register_compaction_events(conv)
     register_record(conv, Tool)
     register_record(conv, Context, None, frozenset({"system_prompt"}))
     register_record(conv, ModelCost)

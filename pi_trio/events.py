@@ -37,6 +37,9 @@ __all__ = [
     "AgentEvent",
     "AgentStart",
     "BudgetReached",
+    "CompactionEnd",
+    "CompactionReason",
+    "CompactionStart",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
@@ -62,6 +65,8 @@ __all__ = [
     "TurnStart",
 ]
 
+
+CompactionReason: TypeAlias = Literal["threshold", "overflow", "manual"]
 
 NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
 """Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
@@ -444,6 +449,41 @@ class BudgetReached:
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 
 
+@final
+@attrs.define(unsafe_hash=True)
+class CompactionStart:
+    """Compaction began (pi-coding-agent's ``compaction_start``); ``reason``: "threshold",
+    "overflow" (a request was too long) or "manual" (``agent.compact()``)."""
+
+    type: ClassVar[Literal["compaction_start"]] = "compaction_start"
+    reason: CompactionReason
+    extra: dict[str, Any] | None = kept_field()
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
+
+
+@final
+@attrs.define(unsafe_hash=True)
+class CompactionEnd:
+    """A compaction ended (pi-coding-agent's ``compaction_end``): ``summary`` is None when it
+    failed (``error`` says why), was aborted or had nothing to cut; ``will_retry``: the request
+    that overflowed is sent again. Not on the wire: ``first_kept`` (index of the first message
+    kept in the transcript before it), ``usage`` (the summary's, counted by the budgets)."""
+
+    type: ClassVar[Literal["compaction_end"]] = "compaction_end"
+    summary: str | None
+    tokens_before: int
+    error: str | None = None
+    reason: CompactionReason = attrs.field(default="threshold", kw_only=True)
+    aborted: bool = attrs.field(default=False, kw_only=True)
+    will_retry: bool = attrs.field(default=False, kw_only=True)
+    first_kept: int | None = attrs.field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
+    usage: Usage | None = attrs.field(
+        default=None, kw_only=True, eq=False, hash=False, metadata=NOT_ON_WIRE
+    )
+    extra: dict[str, Any] | None = kept_field()
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
+
+
 AgentEvent: TypeAlias = (
     AgentStart
     | AgentEnd
@@ -455,4 +495,6 @@ AgentEvent: TypeAlias = (
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd
+    | CompactionStart
+    | CompactionEnd
 )

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+import attrs
 import pytest
 import trio
 
@@ -292,3 +293,72 @@ def require_psycopg() -> None:
         import psycopg  # noqa: F401
     except ImportError:
         no_postgres("psycopg is not installed (pip install -e '.[dev,postgres]')")
+
+
+# --- a long session for compaction ----------------------------------------------------------
+
+RESULT = "lorem ipsum " * 170  # ~2,000 characters: ~500 tokens a tool result
+
+
+async def _read(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    return pt.ToolResult([pt.TextContent(f"{params['path']}: {RESULT}")])
+
+
+READ = pt.AgentTool(
+    "read",
+    "Read",
+    "reads a file",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    _read,
+)
+
+
+def request_tokens(context: pt.Context) -> int:
+    """A request's size as this test's model counts it: every character of what it is sent,
+    system prompt included, / 4 (no call into pi_trio's own estimate)."""
+    chars = len(context.system_prompt or "")
+    for message in context.messages:
+        content = message.content
+        if isinstance(content, str):
+            chars += len(content)
+            continue
+        for block in content:
+            if isinstance(block, pt.TextContent):
+                chars += len(block.text)
+            elif isinstance(block, pt.ToolCall):
+                chars += len(block.name) + len(str(block.arguments))
+    return chars // 4
+
+
+class ReadingModel:
+    """A scripted model (a step for ``faux.FauxModel``) that reads files for ``turns`` turns,
+    then answers; a request without tools is a summary request, answered "summary N". It
+    reports its input as :func:`request_tokens`, as a real model reports usage."""
+
+    def __init__(self, turns: int, summary: Any = None) -> None:
+        self.turns = turns
+        self.turn = 0
+        self.requests: list[pt.Context] = []
+        self.summary_requests: list[pt.Context] = []
+        self.summary = summary  # replaces the summary answer: a message, or an async function
+
+    async def __call__(self, context: pt.Context, options: Any, index: int) -> pt.AssistantMessage:
+        # a request's messages are a view of the transcript for that request only (compaction
+        # rewrites the list later): keep a copy
+        context = attrs.evolve(context, messages=list(context.messages))
+        tokens = request_tokens(context)
+        usage = pt.Usage(input=tokens, output=20, total_tokens=tokens + 20)
+        if not context.tools:
+            self.summary_requests.append(context)
+            if callable(self.summary):
+                return await self.summary()  # type: ignore[no-any-return]
+            if self.summary is not None:
+                return self.summary  # type: ignore[no-any-return]
+            text = f"summary {len(self.summary_requests)}"
+            return faux.assistant_message(text, usage=usage)
+        self.requests.append(context)
+        self.turn += 1
+        if self.turn <= self.turns:
+            call = faux.tool_call("read", {"path": f"f{self.turn}.txt"}, id=f"c{self.turn}")
+            return faux.assistant_message([call], usage=usage)
+        return faux.assistant_message("done", usage=usage)

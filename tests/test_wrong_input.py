@@ -129,6 +129,7 @@ async def test_every_kind_of_entry_the_writer_makes_is_read_back(tmp_path: Path)
         faux.assistant_message("done"),
         faux.assistant_message("again"),
         faux.assistant_message("and then"),
+        faux.assistant_message("a summary"),
     ]
     scripted = faux.FauxModel(script)
     state = pt.AgentState(model=scripted.model, tools=[ECHO, stats])
@@ -146,6 +147,8 @@ async def test_every_kind_of_entry_the_writer_makes_is_read_back(tmp_path: Path)
             await agent.prompt([Memo(text="context"), pt.UserMessage("go")])  # type: ignore[list-item]
             agent.state.messages = agent.state.messages[:2]  # another transcript: logged anew
             await agent.prompt("once more")
+            agent.compaction = pt.Compaction(keep_recent_tokens=1)
+            assert await agent.compact() is not None  # a compaction entry
             live = strip_timestamps([pt.to_json(m) for m in agent.state.messages])
         kinds = {entry.kind for entry in await store.load("s")}
         async with store.open_agent("s", initial_state=state) as again:

@@ -19,6 +19,8 @@ import trio
 
 from .._checks import describe
 from .._errors import AgentBusyError, ContinueError
+from ..coding_messages import CompactionSummary
+from ..compaction import Compaction
 from ..loop import (
     AgentLoopConfig,
     ConvertToLlm,
@@ -36,17 +38,19 @@ from ..messages import AgentMessage, ImageContent, checked_message
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ._compact import compact_now
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
 from ._loop_config import loop_config
 from ._options import AgentOptions
 from ._queues import Queues
 from ._recorder import Recorder, checks_messages, log_flush_failure
-from ._settings import AgentSettings
+from ._settings import SETTING_NAMES, AgentSettings
 from ._state import DEFAULT_MODEL, AgentState
 from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
 from ._tasks import inside
 from ._texts import (
+    BUSY_COMPACT,
     BUSY_CONTINUE,
     BUSY_PROMPT,
     CONTINUE_FROM_ASSISTANT,
@@ -99,33 +103,10 @@ class Agent(AgentOptions):
         finish_turn: FinishTurn | None = None,
         prepare_request: PrepareRequest | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
-        settings = AgentSettings(
-            convert_to_llm=convert_to_llm,
-            transform_context=transform_context,
-            stream_fn=stream_fn,
-            get_api_key=get_api_key,
-            before_tool_call=before_tool_call,
-            after_tool_call=after_tool_call,
-            should_stop_after_turn=should_stop_after_turn,
-            steering_mode=steering_mode,
-            follow_up_mode=follow_up_mode,
-            tool_execution=tool_execution,
-            session_id=session_id,
-            stream_options=stream_options,
-            close_timeout=close_timeout,
-            recorder=recorder,
-            max_parallel_tools=max_parallel_tools,
-            tool_timeout=tool_timeout,
-            steering_policy=steering_policy,
-            max_turns=max_turns,
-            max_tool_calls=max_tool_calls,
-            max_total_tokens=max_total_tokens,
-            max_cost=max_cost,
-            finish_turn=finish_turn,
-            prepare_request=prepare_request,
-            prepare_next_turn=prepare_next_turn,
-        )
+        given = locals()  # every keyword above is a setting: one record, checked at once
+        settings = AgentSettings(**{name: given[name] for name in SETTING_NAMES})
         if initial_state is not None and not isinstance(initial_state, AgentState):
             raise TypeError(
                 f"initial_state must be a pt.AgentState, got {describe(initial_state)}"
@@ -375,6 +356,33 @@ class Agent(AgentOptions):
                 return
             raise ContinueError(CONTINUE_FROM_ASSISTANT)
         await self._run(None, task_status=task_status)
+
+    async def compact(self, instructions: str | None = None) -> CompactionSummary | None:
+        """Compact the transcript now (pi's ``/compact``), with the agent's ``compaction``
+        settings (the defaults when it has none): the older messages are summarised, the
+        transcript becomes the summary and the newest messages.
+
+        Returns the new summary; None when there was nothing to cut off or the summary failed
+        (its ``compaction_end`` event says why). ``abort()`` and a cancellation from the
+        caller's scope leave the transcript unchanged (``abort()``: this returns None; the
+        caller's cancellation propagates).
+
+        Args:
+            instructions: what the summary should pay attention to, for this one.
+
+        Raises:
+            AgentBusyError: a run or another compaction is active.
+        """
+        if self._scope is not None:
+            raise AgentBusyError(BUSY_COMPACT)
+        scope = self._scope = trio.CancelScope()
+        self._run_task = trio.lowlevel.current_task()
+        try:
+            return await compact_now(
+                self._settings, self._state, self._delivery, scope, instructions
+            )
+        finally:
+            await self._end_run()
 
     def _check_model(self) -> None:
         """Refuse to run on pi's placeholder model with the default ``stream_fn``.

@@ -79,17 +79,19 @@ class Budgets:
                 decided[0] = await call_maybe_async(user_finish, turn)
                 return decided[0]
 
-        return self.guard(user_hook, reached, would_continue), guarded_finish
+        return self.guard(user_hook, reached, would_continue, state), guarded_finish
 
     def guard(
         self,
         user_hook: ShouldStopAfterTurn | None,
         reached: Callable[[BudgetReached], None],
         would_continue: Callable[[ShouldStopAfterTurnContext], bool],
+        state: AgentState | None = None,
     ) -> ShouldStopAfterTurn:
         """A ``should_stop_after_turn`` for one run: the user's hook first, then the budgets
-        (counted from this run's turns); ``reached`` is told the budget that ended it. A turn
-        after which the run ends anyway (``would_continue`` false) is not reported."""
+        (counted from this run's turns, plus the compaction summaries ``state`` counted);
+        ``reached`` is told the budget that ended it. A turn after which the run ends anyway
+        (``would_continue`` false) is not reported."""
         used = {"turns": 0, "tool_calls": 0, "tokens": 0, "cost": 0.0}
 
         async def should_stop(ctx: ShouldStopAfterTurnContext) -> bool:
@@ -103,11 +105,12 @@ class Budgets:
                 return True
             if not would_continue(ctx):
                 return False
+            summary_tokens, summary_cost = (0, 0.0) if state is None else state.compaction_usage
             for budget, limit, value in (
                 ("max_turns", self.max_turns, used["turns"]),
                 ("max_tool_calls", self.max_tool_calls, used["tool_calls"]),
-                ("max_total_tokens", self.max_total_tokens, used["tokens"]),
-                ("max_cost", self.max_cost, used["cost"]),
+                ("max_total_tokens", self.max_total_tokens, used["tokens"] + summary_tokens),
+                ("max_cost", self.max_cost, used["cost"] + summary_cost),
             ):
                 if limit is not None and value >= limit:
                     reached(BudgetReached(budget, limit, value))

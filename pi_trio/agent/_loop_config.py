@@ -62,4 +62,5 @@ def loop_config(
         finish_turn=finish_turn,
         prepare_request=settings.prepare_request,
         prepare_next_turn=settings.prepare_next_turn,
+        compaction=settings.compaction,
     )

@@ -11,6 +11,7 @@ import operator
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 from .._errors import AgentBusyError
+from ..compaction import Compaction
 from ..loop import (
     ConvertToLlm,
     FinishTurn,
@@ -159,3 +160,4 @@ class AgentOptions:
     finish_turn = SettingField[FinishTurn | None]()
     prepare_request = SettingField[PrepareRequest | None]()
     prepare_next_turn = SettingField[PrepareNextTurn | None]()
+    compaction = SettingField[Compaction | None]()

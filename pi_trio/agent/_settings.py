@@ -15,6 +15,7 @@ from .._checks import (
     positive_or_none,
     str_or_none,
 )
+from ..compaction import Compaction
 from ..loop import (
     ConvertToLlm,
     FinishTurn,
@@ -76,7 +77,9 @@ class AgentSettings:
     ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and ``max_cost`` (dollars) are
     per-run budgets: when one is reached the run ends after that turn (never mid-tool),
     ``state.error_message`` says which, and ``events()`` channels get a
-    :class:`pt.BudgetReached`.
+    :class:`pt.BudgetReached`; the summaries ``compaction`` makes count toward the last two.
+    ``compaction``: a :class:`pt.Compaction` to summarise the transcript's older messages when
+    it nears the model's context window (None: never, as pi 0.73.1).
 
     Raises:
         TypeError: a hook that is not callable, or a value of the wrong type.
@@ -115,6 +118,10 @@ class AgentSettings:
     finish_turn: FinishTurn | None = hook_field()
     prepare_request: PrepareRequest | None = hook_field()
     prepare_next_turn: PrepareNextTurn | None = hook_field()
+    compaction: Compaction | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(instance_of(Compaction, "a pt.Compaction or None")),
+    )
 
     def evolve(self, **changes: Any) -> AgentSettings:
         """A copy with ``changes`` (checked like the original).

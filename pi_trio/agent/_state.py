@@ -12,6 +12,7 @@ from .._errors import ProviderError
 from ..events import (
     AgentEnd,
     AgentEvent,
+    CompactionEnd,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -130,6 +131,9 @@ class AgentState:
     _pending: set[str] | None = attrs.field(default=None, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
     error: BaseException | None = attrs.field(default=None, init=False)
+    compaction_usage: tuple[int, float] = attrs.field(default=(0, 0.0), init=False, repr=False)
+    """Tokens and cost of the summaries compaction made in the current (or last) run, which
+    the budgets count (pi_trio's addition)."""
 
     @property
     def model(self) -> Model:
@@ -204,13 +208,18 @@ class AgentState:
                 self.error_message = message.error_message
         elif cls is AgentEnd:
             self.streaming_message = None
-            self.error = event.error  # type: ignore[union-attr]
+            self.error = event.error  # type: ignore[union-attr,assignment]
+        elif cls is CompactionEnd and event.usage is not None:  # type: ignore[union-attr]
+            tokens, cost = self.compaction_usage
+            usage = event.usage  # type: ignore[union-attr]
+            self.compaction_usage = (tokens + usage.total_tokens, cost + usage.cost.total)
 
     def begin_run(self) -> None:
         """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
         self.is_streaming = True
         self.streaming_message = None
         self.error_message = self.error = None
+        self.compaction_usage = (0, 0.0)
 
     def end_run(self) -> None:
         """Reset the runtime fields once a run is over; ``error_message`` is the last

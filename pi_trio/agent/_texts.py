@@ -8,6 +8,7 @@ from .._checks import describe
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage, checked_message
 
 __all__ = [
+    "BUSY_COMPACT",
     "BUSY_CONTINUE",
     "BUSY_PROMPT",
     "CONTINUE_FROM_ASSISTANT",
@@ -22,6 +23,10 @@ BUSY_PROMPT = (
     "or wait for completion."
 )
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."
+BUSY_COMPACT = (
+    "Agent is busy: compact() runs between runs (abort() or wait_for_idle() first); a run "
+    "with compaction set compacts by itself when it must"
+)
 NOTHING_TO_CONTINUE = "No messages to continue from"
 CONTINUE_FROM_ASSISTANT = "Cannot continue from message role: assistant"
 NO_MODEL = (

@@ -25,8 +25,9 @@ from ._render import EventPrinter, Style, wants_color
 __all__ = ["HELP", "ChatSession", "StdinReader"]
 
 HELP = (
-    "commands: /help shows this, /reset forgets the conversation, /quit exits (so do Ctrl-D and"
-    " Ctrl-C at this prompt; Ctrl-C during an answer aborts it)"
+    "commands: /help shows this, /reset forgets the conversation, /compact [focus] summarises"
+    " its older part, /quit exits (so do Ctrl-D and Ctrl-C at this prompt; Ctrl-C during an"
+    " answer aborts it)"
 )
 
 
@@ -178,13 +179,23 @@ class ChatSession:
                 self.agent.reset()
                 self.printer.line(self.style.dim("[conversation forgotten]"))
                 continue
+            if text == "/compact" or text.startswith("/compact "):
+                await self._run(self.agent.compact(text[len("/compact") :].strip() or None))
+                continue
             if text.startswith("/") and " " not in text:
                 self.printer.line(self.style.yellow(f"[unknown command {text}; /help lists them]"))
                 continue
-            self.running, self.abort_requested = True, False
-            try:
-                if self.before_prompt is not None:
-                    await self.before_prompt()
-                await self.agent.prompt(text)
-            finally:
-                self.running = False
+            await self._run(self._prompt(text))
+
+    async def _prompt(self, text: str) -> None:
+        if self.before_prompt is not None:
+            await self.before_prompt()
+        await self.agent.prompt(text)
+
+    async def _run(self, step: Awaitable[object]) -> None:
+        """A prompt or a compaction, which Ctrl-C aborts."""
+        self.running, self.abort_requested = True, False
+        try:
+            await step
+        finally:
+            self.running = False

@@ -16,6 +16,8 @@ import trio
 
 from ..events import (
     AgentEvent,
+    CompactionEnd,
+    CompactionStart,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -79,6 +81,17 @@ def text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+def compaction_line(event: CompactionEnd, s: Style) -> str:
+    """How a finished compaction is shown."""
+    if event.summary is not None:
+        return s.dim(f"[compacted: {event.tokens_before} tokens of context summarised]")
+    if event.aborted:
+        return s.yellow("[compaction aborted: the conversation is unchanged]")
+    if event.error is not None:
+        return s.red(f"[compaction failed: {event.error}]")
+    return s.dim("[nothing to compact: the conversation is short enough]")
 
 
 class OutputGone(BaseException):
@@ -155,5 +168,9 @@ class EventPrinter:
                 preview = short(text_of(result), 60)
                 mark = s.red("error") if event.is_error else s.green("ok")
                 self.line(f"  <- {name} {mark} {s.dim(f'{seconds:.2f}s')} {preview}")
+            case CompactionStart(reason=reason):
+                self.line(s.dim(f"[compacting the conversation ({reason})...]"))
+            case CompactionEnd():
+                self.line(compaction_line(event, s))
             case _:
                 pass

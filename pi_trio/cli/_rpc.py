@@ -53,7 +53,7 @@ _SESSION_COMMANDS = (
     "set_model", "cycle_model", "get_available_models", "set_thinking_level",
     "cycle_thinking_level", "get_available_thinking_levels", "set_steering_mode",
     "set_follow_up_mode", "new_session", "switch_session", "get_session_stats", "get_entries",
-    "get_last_assistant_text",
+    "get_last_assistant_text", "compact", "set_auto_compaction",
 )  # fmt: skip
 COMMANDS = (*_SESSION_COMMANDS, *UNSUPPORTED)
 """Every command type of pi 1.6's RPC: those carried out, then those refused with a reason."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from .._errors import WireFormatError
 from ..agent import Agent
+from ..compaction import Compaction
 from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
 from ..models import Model, get_env_api_key, list_models
 from ..wire import from_json, to_json
@@ -44,8 +45,6 @@ UNSUPPORTED: dict[str, str] = {
     "clone": "pi-trio sessions are one branch, not a tree",
     "get_fork_messages": "pi-trio sessions are one branch, not a tree",
     "get_tree": "pi-trio sessions are one branch, not a tree; use get_entries",
-    "compact": "pi-trio's rpc has no compaction yet",
-    "set_auto_compaction": "pi-trio's rpc has no compaction yet",
     "set_auto_retry": "pi-trio retries inside its providers, not by re-running a turn",
     "abort_retry": "pi-trio retries inside its providers, not by re-running a turn",
     "set_session_name": "pi-trio sessions have an id, not a name",
@@ -196,6 +195,8 @@ class PiCommands:
             "get_session_stats": self.get_session_stats,
             "get_entries": self.get_entries,
             "get_last_assistant_text": self.get_last_assistant_text,
+            "compact": self.compact,
+            "set_auto_compaction": self.set_auto_compaction,
         }
 
     # --- queues ----------------------------------------------------------------------------
@@ -237,7 +238,7 @@ class PiCommands:
             "steeringMode": self.agent.steering_mode,
             "followUpMode": self.agent.follow_up_mode,
             "sessionId": self.host.session_id,
-            "autoCompactionEnabled": False,
+            "autoCompactionEnabled": self.agent.compaction is not None,
             "messageCount": len(state.messages),
             "pendingMessageCount": len(self.agent.queued()),
         }
@@ -355,6 +356,34 @@ class PiCommands:
             entries = entries[ids.index(since) + 1 :]
         count = len(self.agent.state.messages)
         return {"entries": entries, "leafId": entry_id(count - 1) if count else None}
+
+    async def compact(self, command: dict[str, Any]) -> Any:
+        """pi's ``compact``: summarise the older messages now (``agent.compact``); answered
+        when the summary is in (other commands wait for it, ``abort`` included)."""
+        instructions = command.get("customInstructions")
+        if instructions is not None and not isinstance(instructions, str):
+            raise CommandError(f"customInstructions: expected a string, got {instructions!r}")
+        if self.agent.state.is_streaming:
+            raise CommandError("Cannot compact while the agent is running; abort it first")
+        summary = await self.agent.compact(instructions)
+        if summary is None:
+            raise CommandError("Nothing to compact (or the summary failed: see compaction_end)")
+        return {
+            "summary": summary.summary,
+            "firstKeptEntryId": entry_id(1),  # the transcript is now [summary, *kept]
+            "tokensBefore": summary.tokens_before,
+        }
+
+    async def set_auto_compaction(self, command: dict[str, Any]) -> None:
+        """On: the agent compacts near its model's window (``pt.Compaction()`` unless it has
+        settings already); off: never on its own."""
+        enabled = command.get("enabled")
+        if not isinstance(enabled, bool):
+            raise CommandError(f"enabled: expected true or false, got {enabled!r}")
+        if not enabled:
+            self.agent.compaction = None
+        elif self.agent.compaction is None:
+            self.agent.compaction = Compaction()
 
     async def get_last_assistant_text(self, command: dict[str, Any]) -> Any:
         return {"text": last_assistant_text(self.agent.state.messages)}

@@ -158,6 +158,12 @@ def _summary(kind: str, data: Any) -> str:
         return f"{model.get('provider')}/{model.get('id')} thinking={data.get('thinkingLevel')}"
     if kind == "transcript":
         return f"{len(data.get('messages', []))} messages"
+    if kind == "compaction":
+        summary = str(data.get("summary", "")).replace("\n", " ")
+        return (
+            f"COMPACTED: {data.get('firstKept')} earlier messages ({data.get('tokensBefore')} "
+            f"tokens) summarised, {data.get('keptCount')} kept: {summary}"
+        )
     return json.dumps(data)
 
 

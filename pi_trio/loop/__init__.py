@@ -24,6 +24,7 @@ from .._groups import plain_exception
 from ..events import AgentEvent
 from ..messages import AgentMessage
 from ..tools import AgentContext
+from ._compact import compact_context
 from ._config import (
     AgentLoopConfig,
     ConvertToLlm,
@@ -71,6 +72,7 @@ __all__ = [
     "TurnUpdate",
     "agent_loop",
     "agent_loop_continue",
+    "compact_context",
     "default_convert_to_llm",
     "run_agent_loop",
     "run_agent_loop_continue",

@@ -16,6 +16,7 @@ from .._checks import (
     one_of,
     positive_or_none,
 )
+from ..compaction import Compaction
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
@@ -196,6 +197,11 @@ class AgentLoopConfig:
     before its ``turn_start``: messages to add, and the model / thinking level of later
     requests. ``should_stop_after_turn`` keeps working (after ``turn_end``).
 
+    ``compaction`` (pi-coding-agent's, an addition; None: never): before each request whose
+    context nears the model's window, and once after a request that overflowed it (which is
+    then sent again), the older messages are summarised and the transcript becomes the summary
+    followed by the newest messages (see :class:`pt.Compaction`).
+
     Raises:
         TypeError: a hook that is not callable, a setting of the wrong type.
         ValueError: a setting out of range (each message names it and what it takes).
@@ -234,6 +240,11 @@ class AgentLoopConfig:
     finish_turn: FinishTurn | None = _hook()
     prepare_request: PrepareRequest | None = _hook()
     prepare_next_turn: PrepareNextTurn | None = _hook()
+    compaction: Compaction | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(instance_of(Compaction, "a pt.Compaction or None")),
+    )
 
     def __attrs_post_init__(self) -> None:
         hooks = (

@@ -194,6 +194,13 @@ class Emitter:
         if self.failure is not None:  # the sink's apply failed on this event
             await self.fail(self.failure)
 
+    def defer(self, event: AgentEvent) -> None:
+        """Apply ``event`` now and leave its delivery to :meth:`close` (the step that is being
+        cancelled ends with it: an aborted ``compaction_end``)."""
+        self.apply(event)
+        if self.interrupted is None:
+            self.interrupted = event
+
     def _cut_short(self, event: AgentEvent) -> None:
         # a tool's progress cut short (by the tool's own timeout too) is not sent again: the
         # run may go on, and that tool's tool_execution_end may follow

@@ -31,6 +31,7 @@ from ..messages import AgentMessage, AssistantMessage, ToolResultMessage
 from ..providers import stream_simple
 from ..tools import AgentContext, ToolBatch
 from ._close import closing_events
+from ._compact import Compactor
 from ._config import AgentLoopConfig, FinishTurnDecision, TurnContext
 from ._emit import Emitter
 from ._phase import (
@@ -67,8 +68,8 @@ class _Run:
 
     # thousands of agents may be mid-run at once
     __slots__ = (
-        "config", "emitter", "hooks_see_turns", "phase", "response_error", "setup", "stream_fn",
-        "tracing", "transcript",
+        "compactor", "config", "emitter", "hooks_see_turns", "phase", "respond", "response_error",
+        "setup", "stream_fn", "tracing", "transcript",
     )  # fmt: skip
 
     def __init__(
@@ -93,6 +94,13 @@ class _Run:
         )
         self.response_error: Exception | None = None  # behind the last response's "error"
         self.tracing: RunTracing | None = None  # its OpenTelemetry spans, when tracing is on
+        self.compactor: Compactor | None = None
+        # the turn's request step, with compaction around it when on (a plain function of the
+        # run: a bound method kept on the run would make a reference cycle of every run)
+        self.respond: Callable[[_Run], Awaitable[AssistantMessage]] = _Run._respond
+        if config.compaction is not None:
+            self.compactor = Compactor(config.compaction, config, self.emitter)
+            self.respond = _Run._respond_compacted
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -170,7 +178,7 @@ class _Run:
                 # in its two halves: thousands of agents wait here, one frame less each)
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 await trio.lowlevel.checkpoint_if_cancelled()
-                message = await self._respond()
+                message = await self.respond(self)
                 tool_results, more_tool_calls = await self._run_tools(message)
                 if self.hooks_see_turns:
                     turn = TurnContext(
@@ -250,6 +258,25 @@ class _Run:
         delivering = self.emitter.emit_nowait(MessageEnd(message))  # it replaces the partial
         if delivering is not None:
             await delivering
+        return message
+
+    async def _respond_compacted(self) -> AssistantMessage:
+        """:meth:`_respond` with compaction on: the transcript is compacted first when its
+        context nears the model's window; a response that overflowed it anyway is followed by
+        one compaction and, when that made a summary, the same request again (a second
+        overflow is the turn's error)."""
+        compactor = self.compactor
+        assert compactor is not None
+        setup = self.setup
+        if compactor.due(setup.model):
+            await compactor.compact("threshold", setup.model, setup.options)
+        message = await self._respond()
+        if compactor.overflowed(message, setup.model):
+            self.phase = REQUESTING  # the turn goes on: its request is to be sent again
+            if await compactor.compact("overflow", setup.model, setup.options) is not None:
+                message = await self._respond()
+            else:
+                self.phase = self._after(message)
         return message
 
     def _after(self, message: AssistantMessage) -> Phase:

@@ -49,7 +49,8 @@ def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
 
 class TranscriptView(Sequence[T]):
     """A read-only view of the first ``length`` items of an append-only list: an O(1) snapshot
-    of the transcript for one request."""
+    of the transcript for one request (valid while that request runs: a compaction later
+    rewrites the list; copy it to keep it)."""
 
     __slots__ = ("_items", "_length")
 
@@ -143,6 +144,17 @@ class Transcript:
             form = as_llm_message(message)
             if form is not None:
                 llm.append(form)
+
+    def replace(self, messages: Sequence[AgentMessage]) -> None:
+        """Compaction: the ended messages become ``messages``, in place (the list is the
+        caller's: the agent's ``state.messages``). No message may be open. ``new_messages``
+        keeps what the run added; the model's view is rebuilt once, from the new list. A
+        :class:`TranscriptView` handed out earlier (a past request's messages) may share the
+        rewritten list: it is valid during its request only, as its docstring says."""
+        assert self.open is None, "a transcript is replaced between messages only"
+        self.messages[:] = messages
+        if self._llm is not None:
+            self._llm = default_convert_to_llm(self.messages)
 
     def llm_view(self) -> Sequence[Message] | None:
         """The model's view of the ended messages, when it is kept incrementally."""

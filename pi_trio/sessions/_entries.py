@@ -23,6 +23,11 @@ Kinds and their ``data``:
   call produced, logged as soon as that tool finished.
 - ``transcript``: ``{"messages": [...]}``: the application replaced the transcript (``reset()``,
   ``agent.state.messages = ...``); later entries build on it.
+- ``compaction``: ``{"summary": str, "tokensBefore": int, "firstKept": int, "keptCount": int,
+  "timestamp": int}``: the transcript was compacted: it became a ``CompactionSummary`` (these
+  fields) followed by the ``keptCount`` messages from index ``firstKept`` of the transcript the
+  entries before it describe. The entries before it stay; it is durable before its
+  ``compaction_end`` is delivered.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ EntryKind: TypeAlias = Literal[
     "tool_intent",
     "tool_result",
     "transcript",
+    "compaction",
 ]
 ENTRY_KINDS: Final[frozenset[str]] = frozenset(get_args(EntryKind))
 QueueName: TypeAlias = Literal["steer", "followUp"]

@@ -28,10 +28,12 @@ import trio
 
 from .._errors import SessionBusyError
 from .._logging import sessions_logger
+from ..coding_messages import CompactionSummary
 from ..events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
+    CompactionEnd,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -234,7 +236,30 @@ class SessionRecorder:
             reason = last.stop_reason if isinstance(last, AssistantMessage) else "stop"
             self.note("run_end", {"reason": reason})
             return True
+        if cls is CompactionEnd and event.summary is not None:  # type: ignore[union-attr]
+            return self._note_compaction(event)  # type: ignore[arg-type]
         return False
+
+    def _note_compaction(self, event: CompactionEnd) -> bool:
+        """Log a compaction that made a summary: the agent's transcript (already replaced) is
+        that summary and the messages kept from index ``first_kept`` of the one before. Durable
+        before ``compaction_end`` is delivered; a crash before that loses the summary only."""
+        agent = self.agent
+        messages: Sequence[AgentMessage] = agent.state.messages if agent is not None else ()
+        head = messages[0] if messages else None
+        if not isinstance(head, CompactionSummary) or event.first_kept is None:
+            return False  # not this recorder's agent's transcript: the next run logs it whole
+        data = {
+            "summary": head.summary,
+            "tokensBefore": head.tokens_before,
+            "firstKept": event.first_kept,
+            "keptCount": len(messages) - 1,
+            "timestamp": head.timestamp,
+        }
+        self.note("compaction", data)
+        self._count = len(messages)
+        self._last = messages[-1]
+        return True
 
     def _rebuildable(self, message: ToolResultMessage) -> tuple[bool, str | None]:
         """Whether a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the

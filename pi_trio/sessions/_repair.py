@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from ..coding_messages import CompactionSummary
 from ..messages import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ..models import Model
 from ._backend import StoredRow
@@ -212,6 +213,31 @@ class SessionImage:
     last_seq: int = 0
 
 
+def compacted(
+    session_id: str, seq: int, messages: list[AgentMessage], data: dict[str, Any]
+) -> list[AgentMessage]:
+    """The transcript a ``compaction`` entry made of ``messages``: its summary, then the kept
+    messages.
+
+    Raises:
+        pt.SessionLogError: the entry's fields are missing, of the wrong type, or name
+            messages the transcript does not have.
+    """
+    first, count = data["firstKept"], data["keptCount"]
+    numbers = (first, count, data["tokensBefore"], data["timestamp"])
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+        raise entry_error(session_id, seq, "a compaction entry whose counts are not counts")
+    if not isinstance(data["summary"], str) or first + count > len(messages):
+        raise entry_error(
+            session_id,
+            seq,
+            f"a compaction entry that keeps messages {first}..{first + count - 1} of "
+            f"{len(messages)}, or has no summary text",
+        )
+    summary = CompactionSummary(data["summary"], data["tokensBefore"], data["timestamp"])
+    return [summary, *messages[first : first + count]]
+
+
 def restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
     """Fold a session's entries into a :class:`SessionImage`.
 
@@ -268,6 +294,8 @@ def _restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
                 image.settings = data
             elif kind == "transcript":
                 messages[:] = read_messages(session_id, seq, data["messages"])
+            elif kind == "compaction":
+                messages[:] = compacted(session_id, seq, messages, data)
         except (KeyError, TypeError, AttributeError) as exc:
             raise entry_error(session_id, seq, f"a {kind} entry without {exc}") from None
         image.last_seq = seq

@@ -35,7 +35,7 @@ async def client(nursery: trio.Nursery) -> AsyncIterator[JsonLinesClient]:
 
 async def _ok(client: JsonLinesClient, command: dict[str, Any]) -> Any:
     reply = await client.command({**command, "id": "c"})
-    assert reply["success"] is True, reply
+    assert reply["success"] is True, reply.get("error")
     assert list(reply)[:4] == ["id", "type", "command", "success"]
     assert reply["command"] == command["type"]
     return reply.get("data")
@@ -261,3 +261,43 @@ async def test_durable_sessions_switch_by_id_and_survive(tmp_path: Path) -> None
         ids = {info.session_id for info in await opened.list_sessions()}
         assert ids == {"first", second}
         assert len(await opened.load(second)) > 0
+
+
+async def test_compact_summarises_the_older_messages_as_pi_answers_it(
+    nursery: trio.Nursery,
+) -> None:
+    host = MemorySessions(agent_factory("faux", token_delay=0.01))
+    client = await _serve(nursery, host)
+    assert "Nothing to compact" in await _error(client, {"type": "compact"})
+    for text in ("what time is it", "what is 2 + 3", "what is 4 * 5"):
+        await _run(client, text)
+    host.agent.compaction = pt.Compaction(reserve_tokens=1_000, keep_recent_tokens=20)
+    before = await _ok(client, {"type": "get_messages"})
+    await client.send({"type": "compact", "customInstructions": "keep the sums", "id": "k"})
+    lines = await client.until(lambda item: item.get("id") == "k")
+    reply, events = lines[-1], lines[:-1]
+    assert reply["success"] is True, reply
+    data = reply["data"]
+    assert set(data) == {"summary", "firstKeptEntryId", "tokensBefore"}
+    assert data["summary"] and data["tokensBefore"] > 0
+    assert [e["type"] for e in events] == ["compaction_start", "compaction_end"]
+    assert events[1]["result"] == {"summary": data["summary"], "tokensBefore": data["tokensBefore"]}
+    after = (await _ok(client, {"type": "get_messages"}))["messages"]
+    assert after[0]["role"] == "compactionSummary" and after[0]["summary"] == data["summary"]
+    assert len(after) < len(before["messages"])
+    entries = (await _ok(client, {"type": "get_entries"}))["entries"]
+    assert entries[1]["id"] == data["firstKeptEntryId"]
+    assert entries[1]["message"] == after[1]
+
+
+async def test_set_auto_compaction_turns_the_agent_s_compaction_on_and_off(
+    client: JsonLinesClient,
+) -> None:
+    assert (await _ok(client, {"type": "get_state"}))["autoCompactionEnabled"] is False
+    await _ok(client, {"type": "set_auto_compaction", "enabled": True})
+    assert (await _ok(client, {"type": "get_state"}))["autoCompactionEnabled"] is True
+    await _ok(client, {"type": "set_auto_compaction", "enabled": False})
+    assert (await _ok(client, {"type": "get_state"}))["autoCompactionEnabled"] is False
+    assert "enabled: expected true or false" in await _error(
+        client, {"type": "set_auto_compaction", "enabled": "yes"}
+    )

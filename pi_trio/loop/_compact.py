@@ -1,0 +1,220 @@
+"""Compacting a run's transcript: summarise its older part with the model, keep its tail.
+
+:class:`Compactor` does it for one run (or for ``agent.compact()``, :func:`compact_context`):
+``compaction_start``; one summary request through the run's stream function, with no tools;
+then, only if a summary came back, the transcript (the caller's live list: the agent's
+``state.messages``) becomes ``[CompactionSummary, *kept tail]`` and ``compaction_end`` says so.
+A summary at the head is handed to the summariser to update, never stacked under a new one.
+
+Cancellation (an abort, a deadline) during the summary request leaves the transcript exactly as
+it was: it is replaced in one synchronous step after the summary arrived. The
+``compaction_end`` that says it was aborted is applied then, and delivered first in the run's
+close-out. A summary request that fails leaves the transcript as it was too, and
+``compaction_end`` carries the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import attrs
+import trio
+
+from .._callbacks import call_maybe_async, exception_text
+from ..coding_messages import CompactionSummary
+from ..compaction import (
+    SUMMARY_SYSTEM_PROMPT,
+    Compaction,
+    context_tokens,
+    find_cut,
+    is_context_overflow,
+    summary_prompt,
+)
+from ..events import CompactionEnd, CompactionReason, CompactionStart, StreamDone, StreamError
+from ..messages import AgentMessage, AssistantMessage, Context, TextContent, UserMessage
+from ..models import Model
+from ..providers import StreamFn, StreamOptions, stream_simple
+from ..tools import AgentContext
+from ._config import AgentLoopConfig
+from ._emit import Emitter
+from ._sink import EventSink
+from ._transcript import Transcript, default_convert_to_llm
+
+__all__ = ["Compactor", "compact_context"]
+
+
+class Compactor:
+    """The compaction of one run's transcript.
+
+    Args:
+        settings: when and how to compact.
+        config: the run's configuration (its stream function and ``get_api_key``).
+        emitter: applies and delivers the compaction events, and owns the transcript.
+    """
+
+    __slots__ = ("config", "emitter", "settings", "stream_fn")
+
+    def __init__(self, settings: Compaction, config: AgentLoopConfig, emitter: Emitter) -> None:
+        self.settings = settings
+        self.config = config
+        self.emitter = emitter
+        self.stream_fn: StreamFn = config.stream_fn or stream_simple
+
+    def due(self, model: Model) -> bool:
+        """Whether the next request's context exceeds ``model.context_window -
+        reserve_tokens`` (never for a model whose window is unknown, 0)."""
+        window = model.context_window
+        if window <= 0:
+            return False
+        return (
+            context_tokens(self.emitter.transcript.messages) > window - self.settings.reserve_tokens
+        )
+
+    def overflowed(self, message: AssistantMessage, model: Model) -> bool:
+        """Whether ``message`` failed because its request did not fit the window."""
+        return message.stop_reason == "error" and is_context_overflow(message, model.context_window)
+
+    async def compact(
+        self,
+        reason: CompactionReason,
+        model: Model,
+        options: StreamOptions,
+        *,
+        instructions: str | None = None,
+    ) -> CompactionSummary | None:
+        """Compact the transcript now; the new summary, or None when nothing could be cut off
+        or the summary failed (``compaction_end`` says why). After an "overflow", the failed
+        response at the end is left out of what is kept (it stays in the run's new messages
+        and a session's log) and ``will_retry`` is set when a summary was made.
+
+        On cancellation the transcript is unchanged, the aborted ``compaction_end`` is applied
+        (delivered by the close-out) and ``Cancelled`` propagates.
+        """
+        transcript = self.emitter.transcript
+        messages = list(transcript.messages)
+        if reason == "overflow" and messages and isinstance(messages[-1], AssistantMessage):
+            messages.pop()  # the error response: the model never sees it anyway
+        cut = find_cut(messages, self.settings.keep_recent_tokens)
+        tokens_before = context_tokens(messages)
+        if cut == 0:
+            if reason == "manual":
+                await self._emit(CompactionStart(reason))
+                await self._emit(CompactionEnd(None, tokens_before, reason=reason))
+            return None
+        await self._emit(CompactionStart(reason))
+        head = messages[0]
+        previous = head.summary if isinstance(head, CompactionSummary) else None
+        older = messages[1 if previous is not None else 0 : cut]
+        summary: CompactionSummary | None = None
+        usage = error = None
+        try:
+            text, usage, error = await self._summarise(
+                older, previous, model, options, instructions
+            )
+        except BaseException:
+            self.emitter.defer(CompactionEnd(None, tokens_before, reason=reason, aborted=True))
+            raise
+        if text is not None:
+            summary = CompactionSummary(text, tokens_before)
+            transcript.replace([summary, *messages[cut:]])
+        await self._emit(
+            CompactionEnd(
+                text,
+                tokens_before,
+                error,
+                reason=reason,
+                will_retry=reason == "overflow" and summary is not None,
+                first_kept=cut if summary is not None else None,
+                usage=usage,
+            )
+        )
+        return summary
+
+    async def _summarise(
+        self,
+        messages: list[AgentMessage],
+        previous: str | None,
+        model: Model,
+        options: StreamOptions,
+        instructions: str | None,
+    ) -> tuple[str | None, Any, str | None]:
+        """The summary's text (None on failure), its usage, and the failure's text."""
+        settings = self.settings
+        asked = " ".join(text for text in (settings.instructions, instructions) if text)
+        prompt = summary_prompt(default_convert_to_llm(messages), previous, asked or None)
+        model = settings.model or model
+        context = Context(SUMMARY_SYSTEM_PROMPT, [UserMessage(prompt)], ())
+        final: AssistantMessage | None = None
+        try:
+            if self.config.get_api_key is not None:
+                key = await call_maybe_async(self.config.get_api_key, model.provider)
+                if key:
+                    options = attrs.evolve(options, api_key=key)
+            async with self.stream_fn(model, context, options) as events:
+                async for event in events:
+                    if isinstance(event, StreamDone):
+                        final = event.message
+                    elif isinstance(event, StreamError):
+                        final = event.error
+        except Exception as exc:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return None, None, f"Summary request failed: {exception_text(exc)}"
+        return _summary_text(final)
+
+    def _emit(self, event: CompactionStart | CompactionEnd) -> Awaitable[None]:
+        return self.emitter.emit(event)
+
+
+def _summary_text(final: AssistantMessage | None) -> tuple[str | None, Any, str | None]:
+    """What a summary response gives: its text, or why it cannot be used."""
+    if final is None:
+        return None, None, "Summary request failed: the stream ended without a response"
+    if final.stop_reason in ("error", "aborted"):
+        why = final.error_message or final.stop_reason
+        return None, final.usage, f"Summary request failed: {why}"
+    if final.stop_reason == "length":
+        return None, final.usage, "Summary was cut off at the output token limit"
+    if final.tool_calls:
+        return None, final.usage, "Summary request answered with a tool call"
+    text = "".join(b.text for b in final.content if isinstance(b, TextContent)).strip()
+    if not text:
+        return None, final.usage, "Summary request gave an empty summary"
+    return text, final.usage, None
+
+
+async def compact_context(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: EventSink,
+    *,
+    instructions: str | None = None,
+) -> CompactionSummary | None:
+    """Compact ``context.messages`` (in place) now, outside any run: ``agent.compact()``.
+
+    Uses ``config.compaction`` (its defaults when None), ``config.model`` and
+    ``config.stream_fn``; sends ``compaction_start`` and ``compaction_end`` to ``sink``.
+    Returns the new summary, or None when there was nothing to cut off or the summary failed
+    (``compaction_end.error`` says why).
+
+    On cancellation the messages are unchanged; the aborted ``compaction_end`` is delivered
+    (within ``config.close_timeout``) and ``Cancelled`` propagates.
+
+    Raises:
+        Exception: what the sink raised while delivering an event (the messages are as the
+            events before it said).
+    """
+    transcript = Transcript(context.messages, incremental_llm=False)
+    emitter = Emitter(sink, transcript, trio.CancelScope(), config.close_timeout)
+    compactor = Compactor(config.compaction or Compaction(), config, emitter)
+    summary: CompactionSummary | None = None
+    try:
+        with emitter.scope:
+            summary = await compactor.compact(
+                "manual", config.model, config.stream_options, instructions=instructions
+            )
+    finally:
+        await emitter.close([])
+    if emitter.failure is not None:
+        raise emitter.failure
+    return summary
