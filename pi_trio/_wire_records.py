@@ -15,10 +15,12 @@ from typing import Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.errors import AttributeValidationNote, ClassValidationError
+from cattrs.errors import ClassValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ._wire_compaction import register_compaction_events
+from ._wire_kept import kept_into, noted, read_extra, write_kept
+from ._wire_system import register_system_message
 from ._wire_values import Invalid, camel, describe, structure_bool, structure_str
 from .events import (
     AgentEnd,
@@ -107,13 +109,6 @@ def register_literals(conv: cattrs.Converter) -> None:
     conv.register_structure_hook_func(_is_literal, _structure_literal)
 
 
-def _noted(exc: Exception, name: str) -> Exception:
-    """Mark ``exc`` as being about the key ``name``, the way cattrs marks attributes."""
-    note = AttributeValidationNote(f"Structuring @ attribute {name}", name, object)
-    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
-    return exc
-
-
 def optional_fields(cls: type[Any]) -> frozenset[str]:
     """The fields of ``cls`` whose default is ``None`` (omitted from JSON while ``None``)."""
     return frozenset(f.name for f in attrs.fields(cls) if f.default is None)
@@ -190,11 +185,7 @@ def _keeping(
 
     def unstructure_keeping(obj: Any) -> dict[str, Any]:
         out = unstructure(obj)
-        extra = getattr(obj, kept)
-        if extra:
-            for name, value in extra.items():
-                if name not in known:  # never over a modelled key (or the tag)
-                    out[name] = write_free(value, Any)
+        write_kept(out, getattr(obj, kept), known, write_free)
         return out
 
     def structure_keeping(data: Any, target: type) -> Any:
@@ -204,27 +195,6 @@ def _keeping(
         return obj
 
     return unstructure_keeping, structure_keeping
-
-
-def read_extra(
-    data: Mapping[str, Any],
-    known: frozenset[str],
-    read_free: Callable[[Any, Any], Any],
-    cls: type[Any],
-) -> dict[str, Any]:
-    """The keys of ``data`` not in ``known``, each checked as free-form JSON."""
-    extra: dict[str, Any] = {}
-    errors: list[Exception] = []
-    for name, value in data.items():
-        if name in known:
-            continue
-        try:
-            extra[name] = read_free(value, Any)
-        except Invalid as exc:
-            errors.append(_noted(exc, name))
-    if errors:
-        raise ClassValidationError(f"While structuring {cls.__name__}", errors, cls)
-    return extra
 
 
 def _register_streamed_block(
@@ -244,11 +214,7 @@ def _register_streamed_block(
             value = getattr(obj, attr)
             if value != default:
                 out[json_key] = value
-        extra = obj.extra
-        if extra:
-            for name, value in extra.items():
-                if name not in known:
-                    out[name] = write_free(value, Any)
+        write_kept(out, obj.extra, known, write_free)
         return out
 
     def structure(data: Any, _: type) -> Any:
@@ -257,12 +223,12 @@ def _register_streamed_block(
         errors: list[Exception] = []
         kwargs: dict[str, Any] = {}
         if key not in data:
-            errors.append(_noted(KeyError(key), key))
+            errors.append(noted(KeyError(key), key))
         else:
             try:
                 kwargs[key] = structure_str(data[key], str)
             except Invalid as exc:
-                errors.append(_noted(exc, key))
+                errors.append(noted(exc, key))
         for attr, json_key, default in optional:
             value = data.get(json_key)
             if value is None:
@@ -273,12 +239,8 @@ def _register_streamed_block(
                 else:
                     kwargs[attr] = structure_str(value, str)
             except Invalid as exc:
-                errors.append(_noted(exc, json_key))
-        if not known.issuperset(data):
-            try:
-                kwargs["extra"] = read_extra(data, known, read_free, cls)
-            except ClassValidationError as group:
-                errors.extend(group.exceptions)
+                errors.append(noted(exc, json_key))
+        kept_into(kwargs, errors, data, known, read_free, cls)
         if errors:
             raise ClassValidationError(f"While structuring {cls.__name__}", errors, cls)
         return cls(**kwargs)
@@ -302,7 +264,7 @@ def register_union(
             raise Invalid(f"expected an object, got {describe(data)}")
         options = choices()
         if tag_key not in data:
-            missing = _noted(KeyError(tag_key), tag_key)
+            missing = noted(KeyError(tag_key), tag_key)
             raise ClassValidationError(f"While structuring {what}", [missing], object)
         tag = data[tag_key]
         cls = options.get(tag) if isinstance(tag, str) else None
@@ -310,103 +272,11 @@ def register_union(
             known = ", ".join(sorted(options))
             unknown = Invalid(f"unknown {what} {tag!r} (expected one of: {known})")
             raise ClassValidationError(
-                f"While structuring {what}", [_noted(unknown, tag_key)], object
+                f"While structuring {what}", [noted(unknown, tag_key)], object
             )
         return structure_as(data, cls)
 
     conv.register_structure_hook_func(lambda t: t == union, structure)
-
-
-def register_system_message(conv: cattrs.Converter) -> None:
-    """pi-ai 1.6's SystemMessage: ``toolsRemoved`` is a list of ``{"name": ...}`` objects,
-    and ``sections`` and the tool lists are omitted while empty, as pi writes them."""
-    known = frozenset({"role", "content", "sections", "toolsAdded", "toolsRemoved", "timestamp"})
-    structure_as, unstructure_as = conv.structure, conv.unstructure
-
-    def unstructure(message: SystemMessage) -> dict[str, Any]:
-        content = message.content
-        out: dict[str, Any] = {
-            "role": "system",
-            "content": content if isinstance(content, str) else unstructure_as(content),
-        }
-        if message.sections is not None:
-            out["sections"] = dict(message.sections)
-        if message.tools_added:
-            out["toolsAdded"] = [unstructure_as(tool, Tool) for tool in message.tools_added]
-        if message.tools_removed:
-            out["toolsRemoved"] = [{"name": name} for name in message.tools_removed]
-        out["timestamp"] = message.timestamp
-        if message.extra:
-            for name, value in message.extra.items():
-                if name not in known:
-                    out[name] = unstructure_as(value, Any)
-        return out
-
-    readers: tuple[tuple[str, Callable[[Any], Any]], ...] = (
-        ("content", lambda v: _system_content(v, structure_as)),
-        ("sections", _sections),
-        ("toolsAdded", lambda v: tuple(structure_as(v, list[Tool]))),
-        ("toolsRemoved", _tool_names),
-        ("timestamp", lambda v: structure_as(v, int)),
-    )
-    attributes = {"toolsAdded": "tools_added", "toolsRemoved": "tools_removed"}
-
-    def structure(data: Any, _: type) -> SystemMessage:
-        if not isinstance(data, Mapping):
-            raise Invalid(f"expected an object, got {describe(data)}")
-        kwargs: dict[str, Any] = {}
-        errors: list[Exception] = []
-        for key, read in readers:
-            if key not in data:
-                if key in ("content", "timestamp"):
-                    errors.append(_noted(KeyError(key), key))
-                continue
-            try:
-                kwargs[attributes.get(key, key)] = read(data[key])
-            except Exception as exc:
-                errors.append(_noted(exc, key))
-        if not known.issuperset(data):
-            try:
-                kwargs["extra"] = read_extra(data, known, structure_as, SystemMessage)
-            except ClassValidationError as group:
-                errors.extend(group.exceptions)
-        if errors:
-            raise ClassValidationError("While structuring SystemMessage", errors, SystemMessage)
-        return SystemMessage(**kwargs)
-
-    conv.register_unstructure_hook(SystemMessage, unstructure)
-    conv.register_structure_hook(SystemMessage, structure)
-
-
-def _system_content(value: Any, structure_as: Callable[[Any, Any], Any]) -> Any:
-    """A system message's ``content``: a string, or an array of text blocks."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return structure_as(value, list[TextContent])
-    raise Invalid(f"expected a string or an array of text blocks, got {describe(value)}")
-
-
-def _sections(value: Any) -> dict[str, str | None] | None:
-    """``sections``: names to texts, a null removing the section."""
-    if not isinstance(value, Mapping):
-        raise Invalid(f"expected an object, got {describe(value)}")
-    for name, text in value.items():
-        if text is not None and not isinstance(text, str):
-            raise Invalid(f"section {name!r}: expected a string or null, got {describe(text)}")
-    return dict(value)
-
-
-def _tool_names(value: Any) -> tuple[str, ...]:
-    """``toolsRemoved``'s names: ``[{"name": "read"}, ...]``."""
-    if not isinstance(value, list):
-        raise Invalid(f"expected an array, got {describe(value)}")
-    names = []
-    for index, item in enumerate(value):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise Invalid(f"[{index}]: expected an object with a string name, got {item!r}"[:200])
-        names.append(item["name"])
-    return tuple(names)
 
 
 def install_data_model(
@@ -477,7 +347,7 @@ def install_data_model(
         None,
         frozenset({"details", "terminate", "is_error", "structured_content", "usage"}),
     )
-    register_system_message(conv)
+    register_system_message(conv)  # _wire_system
     register_compaction_events(conv)
     register_record(conv, Tool)
     register_record(conv, Context, None, frozenset({"system_prompt"}))

@@ -180,12 +180,17 @@ def _sum_tool(seconds: float = 0.0) -> pt.AgentTool:
     return pt.AgentTool("sum", "Sum", "Adds", schema, execute, output_schema={"type": "object"})
 
 
+def _summing_agent(tool: pt.AgentTool, **options: Any) -> pt.Agent:
+    """An agent whose model calls ``sum(2, 3)`` once, then answers."""
+    script = [
+        pt.faux.assistant_message([pt.faux.tool_call("sum", {"a": 2, "b": 3}, id="c1")]),
+        pt.faux.assistant_message("5"),
+    ]
+    return make_agent(script, tools=[tool], **options)
+
+
 async def test_tool_execution_end_carries_its_duration_as_pi_writes_it(autojump_clock: Any) -> None:
-    agent = make_agent(
-        [pt.faux.assistant_message([pt.faux.tool_call("sum", {"a": 2, "b": 3}, id="c1")]),
-         pt.faux.assistant_message("5")],
-        tools=[_sum_tool(seconds=0.25)],
-    )  # fmt: skip
+    agent = _summing_agent(_sum_tool(seconds=0.25))
     ends: list[pt.ToolExecutionEnd] = []
     agent.subscribe(lambda e: ends.append(e) if isinstance(e, pt.ToolExecutionEnd) else None)
     await agent.prompt("2 + 3?")
@@ -199,11 +204,7 @@ async def test_tool_execution_end_carries_its_duration_as_pi_writes_it(autojump_
 async def test_a_tool_s_usage_reaches_its_result_message_and_structured_content_does_not(
     autojump_clock: Any,
 ) -> None:
-    agent = make_agent(
-        [pt.faux.assistant_message([pt.faux.tool_call("sum", {"a": 2, "b": 3}, id="c1")]),
-         pt.faux.assistant_message("5")],
-        tools=[_sum_tool()],
-    )  # fmt: skip
+    agent = _summing_agent(_sum_tool())
     await agent.prompt("2 + 3?")
     result = next(m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage))
     assert result.usage == pt.Usage(input=3, output=1, total_tokens=4)
@@ -215,12 +216,10 @@ async def test_a_tool_s_usage_reaches_its_result_message_and_structured_content_
 async def test_after_tool_call_new_content_drops_the_structured_content(
     autojump_clock: Any,
 ) -> None:
-    agent = make_agent(
-        [pt.faux.assistant_message([pt.faux.tool_call("sum", {"a": 2, "b": 3}, id="c1")]),
-         pt.faux.assistant_message("5")],
-        tools=[_sum_tool()],
+    agent = _summing_agent(
+        _sum_tool(),
         after_tool_call=lambda ctx: pt.AfterToolCallResult(content=[pt.TextContent("five")]),
-    )  # fmt: skip
+    )
     ends: list[pt.ToolExecutionEnd] = []
     agent.subscribe(lambda e: ends.append(e) if isinstance(e, pt.ToolExecutionEnd) else None)
     await agent.prompt("2 + 3?")
