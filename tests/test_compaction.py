@@ -309,3 +309,18 @@ async def test_a_failing_get_api_key_fails_the_summary_not_the_run() -> None:
     failed = compactions(events)
     assert failed and all(e.error == "Summary request failed: the vault is closed" for e in failed)
     assert agent.state.error_message is None and model.summary_requests == []
+
+
+async def test_the_run_s_api_key_never_goes_to_another_provider_s_summary_model() -> None:
+    scripted = faux.FauxModel([faux.assistant_message("the summary")] * 2)
+    elsewhere = attrs.evolve(scripted.model, provider="elsewhere")
+    long = [pt.UserMessage("x" * 4_000), pt.UserMessage("y" * 4_000), pt.UserMessage("z")]
+    for summary_model, expected in ((elsewhere, None), (None, "sk-MAIN-SECRET")):
+        agent = pt.Agent(
+            pt.AgentState(model=scripted.model, messages=list(long)),
+            stream_fn=scripted,
+            stream_options=pt.StreamOptions(api_key="sk-MAIN-SECRET"),
+            compaction=pt.Compaction(model=summary_model, keep_recent_tokens=10),
+        )
+        assert await agent.compact() is not None
+        assert scripted.calls[-1].options.api_key == expected  # its own provider's: kept

@@ -143,6 +143,10 @@ class Compactor:
         settings = self.settings
         asked = " ".join(text for text in (settings.instructions, instructions) if text)
         prompt = summary_prompt(default_convert_to_llm(messages), previous, asked or None)
+        if settings.model is not None and settings.model.provider != model.provider:
+            # the run's key is its provider's: never sent to another provider's server (the
+            # summary model's key comes from get_api_key or its provider's environment)
+            options = attrs.evolve(options, api_key=None)
         model = settings.model or model
         context = Context(SUMMARY_SYSTEM_PROMPT, [UserMessage(prompt)], ())
         final: AssistantMessage | None = None
