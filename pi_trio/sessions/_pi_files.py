@@ -15,6 +15,7 @@ import datetime
 import os
 import re
 import secrets
+import stat
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -252,10 +253,24 @@ def _write_atomically(path: str, text: str, overwrite: bool) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it: a reader sees the old
     file or the whole new one, never part of it; without ``overwrite`` an existing file is
     never replaced (even one made meanwhile)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):  # os.replace would put a file there
+        raise FileExistsError(
+            f"{path} is not a regular file (a folder, a link or a device): choose a file's "
+            "path; nothing was written"
+        )
     directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
+    try:
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        )
+    except OSError as exc:
+        raise type(exc)(
+            exc.errno, f"cannot write beside {path} ({exc.strerror}); nothing was written"
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import stat
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -60,6 +62,10 @@ class _Refusal(Exception):
         self.problem = problem
 
 
+MAX_FILE_BYTES = 1 << 30
+"""The largest session file read (1 GiB): the whole file is read into memory."""
+
+
 def refusal(path: str, line: int | None, problem: str) -> PiSessionFileError:
     where = f"{path}, line {line}" if line is not None else path
     return PiSessionFileError(f"{where}: {problem}; nothing was imported", path=path, line=line)
@@ -74,8 +80,18 @@ def read_pi_session(path: str) -> PiSessionFile:
             one pi_trio reads; the error names the file and the line.
         OSError: the file cannot be read.
     """
-    with open(path, "rb") as file:
-        data = file.read()
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (a regular file ignores it)
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, /dev/zero never end
+            raise refusal(path, None, "not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise refusal(
+                path, None, f"{info.st_size} bytes, more than the {MAX_FILE_BYTES} read at most"
+            )
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # grew while being read
+        raise refusal(path, None, f"more than the {MAX_FILE_BYTES} bytes read at most")
     try:
         header, entries = _parse(data)
         line_of = {entry["id"]: line for line, entry in entries}
@@ -100,6 +116,8 @@ def _parse(data: bytes) -> tuple[dict[str, Any], list[tuple[int, Entry]]]:
             item = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
             raise _Refusal(number, "not UTF-8 text") from None
+        except RecursionError:
+            raise _Refusal(number, "JSON nested too deeply to read") from None
         except ValueError as exc:
             problem = f"not JSON ({exc}); a pi session holds one JSON object a line"
             if header is None:

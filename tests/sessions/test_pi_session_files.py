@@ -338,3 +338,38 @@ async def test_on_postgresql_queued_input_counts_as_a_session_and_an_import_is_n
         infos = {info.session_id: info for info in await store.list_sessions()}
     assert infos["waiting"].queued == 1 and infos["waiting"].entries == 0  # left as it was
     assert infos["imported"].pending is False  # no worker claims it: nothing to do
+
+
+async def test_an_export_never_puts_a_file_where_a_folder_link_or_device_is(
+    tmp_path: Path,
+) -> None:
+    folder, target, link = tmp_path / "folder", tmp_path / "target", tmp_path / "link"
+    folder.mkdir()
+    target.write_text("mine")
+    link.symlink_to(target)
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        await _scripted_session(store, "s")
+        for path in (folder, link):
+            with pytest.raises(FileExistsError, match="is not a regular file"):
+                await store.export_pi_session("s", path, overwrite=True)
+        with pytest.raises(FileNotFoundError, match=r"cannot write beside .*nothing was written"):
+            await store.export_pi_session("s", tmp_path / "missing" / "x.jsonl")
+    assert folder.is_dir() and link.is_symlink() and target.read_text() == "mine"
+    assert sorted(os.listdir(tmp_path)) == ["agents.db", "folder", "link", "target"]
+
+
+async def test_an_import_refuses_what_is_not_a_regular_file_or_nests_too_deeply(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # reading it would block for ever
+    deep = tmp_path / "deep.jsonl"
+    header = RECORDED.read_text().splitlines()[0]
+    nested = "[" * 100_000 + "]" * 100_000
+    deep.write_text(f'{header}\n{{"type": "message", "id": "a", "message": {nested}}}\n')
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        with pytest.raises(pt.PiSessionFileError, match="fifo: not a regular file"):
+            await store.import_pi_session(fifo)
+        with pytest.raises(pt.PiSessionFileError, match="line 2: JSON nested too deeply"):
+            await store.import_pi_session(deep)
+        assert await store.list_sessions() == []
