@@ -336,6 +336,8 @@ class PiCommands:
         ref = command.get("sessionPath")
         if not isinstance(ref, str) or not ref:
             raise CommandError("sessionPath: required, a session id (get_state's sessionId)")
+        if ref == self.host.session_id:  # already there: the run (if any) goes on
+            return {"cancelled": False}
 
         async def switch() -> None:
             await self.host.switch_session(ref)

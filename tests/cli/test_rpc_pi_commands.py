@@ -301,3 +301,19 @@ async def test_set_auto_compaction_turns_the_agent_s_compaction_on_and_off(
     assert "enabled: expected true or false" in await _error(
         client, {"type": "set_auto_compaction", "enabled": "yes"}
     )
+
+
+async def test_switching_to_the_session_already_open_changes_nothing(tmp_path: Path) -> None:
+    make_agent = agent_factory("faux", token_delay=0.01)
+    async with (
+        open_durable_sessions(str(tmp_path / "sessions.db"), "s1", make_agent) as sessions,
+        trio.open_nursery() as nursery,
+    ):
+        client = await _serve(nursery, sessions)
+        await _ok(client, {"type": "prompt", "message": "wait 0.5"})
+        assert await _ok(client, {"type": "switch_session", "sessionPath": "s1"}) == {
+            "cancelled": False
+        }
+        settled = await client.until(is_type("agent_settled"))
+        assert settled[-1] == {"type": "agent_settled", "aborted": False}  # the run went on
+        nursery.cancel_scope.cancel()
