@@ -167,16 +167,23 @@ async def _prompt_cut_short(agent: pt.Agent, how: str, started: trio.Event) -> N
                 await agent.prompt("read the files")
 
 
-@pytest.mark.parametrize("how", ["abort", "deadline"])
-async def test_cancelled_mid_summary_the_transcript_is_as_before(
-    how: str, autojump_clock: trio.testing.MockClock
-) -> None:
-    started = trio.Event()
+def _never_summarising(started: trio.Event) -> Any:
+    """A summary that sets ``started`` and then waits until it is cancelled."""
 
     async def slow_summary() -> pt.AssistantMessage:
         started.set()
         await trio.sleep(60)
         raise AssertionError("the summary was not cancelled")
+
+    return slow_summary
+
+
+@pytest.mark.parametrize("how", ["abort", "deadline"])
+async def test_cancelled_mid_summary_the_transcript_is_as_before(
+    how: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    started = trio.Event()
+    slow_summary = _never_summarising(started)
 
     model = ReadingModel(turns=12, summary=slow_summary)
     agent, _ = agent_over(model, compaction=SETTINGS)
@@ -258,11 +265,7 @@ async def test_compact_cancelled_leaves_the_transcript(
     how: str, autojump_clock: trio.testing.MockClock
 ) -> None:
     started = trio.Event()
-
-    async def slow_summary() -> pt.AssistantMessage:
-        started.set()
-        await trio.sleep(60)
-        raise AssertionError("the summary was not cancelled")
+    slow_summary = _never_summarising(started)
 
     model = ReadingModel(turns=6)
     agent, _ = agent_over(model)  # the run does not compact
