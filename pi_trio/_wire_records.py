@@ -41,6 +41,7 @@ from .events import (
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
+    ToolApprovalRequest,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
@@ -307,8 +308,8 @@ def install_data_model(
         AgentEvent,
         "type",
         tags(AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, MessageUpdate, MessageEnd,
-             ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd, CompactionStart,
-             CompactionEnd),
+             ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd, ToolApprovalRequest,
+             CompactionStart, CompactionEnd),
         "type",
     )  # fmt: skip
     structure_as = conv.structure
@@ -357,7 +358,7 @@ def install_data_model(
         StreamStart, TextStart, TextDelta, TextEnd, ThinkingStart, ThinkingDelta, ThinkingEnd,
         ToolCallStart, ToolCallDelta, ToolCallEnd, StreamDone, StreamError,
         AgentStart, AgentEnd, TurnStart, TurnEnd, MessageStart, MessageUpdate, MessageEnd,
-        ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd,
+        ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd, ToolApprovalRequest,
     ):  # fmt: skip
         register_record(
             conv, event_cls, ("type", event_cls.type), frozenset({"duration_ms"})

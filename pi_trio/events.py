@@ -21,11 +21,25 @@ from typing import Any, ClassVar, Literal, TypeAlias, final
 
 import attrs
 
-from ._errors import ProviderError
+from ._stream_events import (
+    StreamDone,
+    StreamError,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from .messages import (
+    NOT_ON_WIRE,
     AgentMessage,
     AssistantMessage,
-    ToolCall,
     ToolResultContent,
     ToolResultMessage,
     Usage,
@@ -54,6 +68,7 @@ __all__ = [
     "ThinkingDelta",
     "ThinkingEnd",
     "ThinkingStart",
+    "ToolApprovalRequest",
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
@@ -67,176 +82,6 @@ __all__ = [
 
 
 CompactionReason: TypeAlias = Literal["threshold", "overflow", "manual"]
-
-NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
-"""Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
-them out; ``pt.from_json`` leaves them at their default)."""
-
-
-# --- stream events (pi-ai's AssistantMessageEvent) -------------------------------------------
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class StreamStart:
-    """The response began; ``partial`` is the (still empty) assistant message being built."""
-
-    type: ClassVar[Literal["start"]] = "start"
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class TextStart:
-    """A text block opened at ``partial.content[content_index]``."""
-
-    type: ClassVar[Literal["text_start"]] = "text_start"
-    content_index: int
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class TextDelta:
-    """``delta`` was appended to the text block at ``content_index``."""
-
-    type: ClassVar[Literal["text_delta"]] = "text_delta"
-    content_index: int
-    delta: str
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class TextEnd:
-    """The text block at ``content_index`` is complete; ``content`` is its whole text."""
-
-    type: ClassVar[Literal["text_end"]] = "text_end"
-    content_index: int
-    content: str
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ThinkingStart:
-    """A reasoning block opened at ``partial.content[content_index]``."""
-
-    type: ClassVar[Literal["thinking_start"]] = "thinking_start"
-    content_index: int
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ThinkingDelta:
-    """``delta`` was appended to the reasoning block at ``content_index``."""
-
-    type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
-    content_index: int
-    delta: str
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ThinkingEnd:
-    """The reasoning block at ``content_index`` is complete; ``content`` is its text."""
-
-    type: ClassVar[Literal["thinking_end"]] = "thinking_end"
-    content_index: int
-    content: str
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ToolCallStart:
-    """A tool call opened at ``partial.content[content_index]``."""
-
-    type: ClassVar[Literal["toolcall_start"]] = "toolcall_start"
-    content_index: int
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ToolCallDelta:
-    """``delta`` (raw JSON text) was added to the arguments of the tool call at
-    ``content_index``."""
-
-    type: ClassVar[Literal["toolcall_delta"]] = "toolcall_delta"
-    content_index: int
-    delta: str
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class ToolCallEnd:
-    """The tool call at ``content_index`` is complete; ``tool_call`` has its final arguments."""
-
-    type: ClassVar[Literal["toolcall_end"]] = "toolcall_end"
-    content_index: int
-    tool_call: ToolCall
-    partial: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class StreamDone:
-    """The response finished; ``message`` is final. ``reason`` is "stop", "length", "toolUse"
-    or pi-ai 1.6's "deferred"."""
-
-    type: ClassVar[Literal["done"]] = "done"
-    reason: Literal["stop", "length", "toolUse", "deferred"]
-    message: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-
-
-@final
-@attrs.define(unsafe_hash=True)
-class StreamError:
-    """The response failed; ``error`` is the final assistant message ("error" or "aborted").
-
-    ``provider_error`` (pi_trio's addition, not in pi's JSON): the failure as a
-    :class:`pi_trio.ProviderError` record (kind, HTTP status, retry facts) when a built-in
-    provider failed; ``None`` for an abort or a stream function that gives none.
-    """
-
-    type: ClassVar[Literal["error"]] = "error"
-    reason: Literal["error", "aborted"]
-    error: AssistantMessage
-    extra: dict[str, Any] | None = kept_field()
-    provider_error: ProviderError | None = attrs.field(
-        default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
-    )
-
-
-StreamEvent: TypeAlias = (
-    StreamStart
-    | TextStart
-    | TextDelta
-    | TextEnd
-    | ThinkingStart
-    | ThinkingDelta
-    | ThinkingEnd
-    | ToolCallStart
-    | ToolCallDelta
-    | ToolCallEnd
-    | StreamDone
-    | StreamError
-)
 
 
 # --- tool results ----------------------------------------------------------------------------
@@ -373,6 +218,22 @@ class ToolExecutionStart:
 
 @final
 @attrs.define(unsafe_hash=True)
+class ToolApprovalRequest:
+    """A tool call waits for a person's decision (pi_trio's addition; its tool has
+    ``requires_approval``): it follows the call's ``tool_execution_start`` and stands for its
+    end in this run. The call does not run until ``agent.approve(tool_call_id)`` and
+    ``agent.continue_()``; ``args`` are the model's arguments."""
+
+    type: ClassVar[Literal["tool_approval_request"]] = "tool_approval_request"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    extra: dict[str, Any] | None = kept_field()
+    seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
+
+
+@final
+@attrs.define(unsafe_hash=True)
 class ToolExecutionUpdate:
     """Progress of a running tool: ``partial_result`` is what it passed to
     ``on_update``."""
@@ -495,6 +356,7 @@ AgentEvent: TypeAlias = (
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd
+    | ToolApprovalRequest
     | CompactionStart
     | CompactionEnd
 )

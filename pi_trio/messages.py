@@ -73,6 +73,10 @@ StopReason: TypeAlias = Literal[
 """pi's stop reasons; "pending" and "deferred" are pi-ai 1.6's (a response still being made, one
 the provider finishes later), read and written as they are."""
 
+NOT_ON_WIRE: dict[str, object] = {"pi_trio.wire": False}
+"""Field metadata: pi_trio's own additions that pi's JSON does not carry (``pt.to_json`` leaves
+them out; ``pt.from_json`` leaves them at their default)."""
+
 KEPT: dict[str, object] = {"pi_trio.wire": "extra"}
 """Field metadata of ``extra``: the keys of pi's JSON the class does not model, as read."""
 

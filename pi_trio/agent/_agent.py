@@ -38,11 +38,13 @@ from ..messages import AgentMessage, ImageContent, checked_message
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ._approvals import Approvals, undecided_text
 from ._compact import compact_now
 from ._delivery import Delivery, Listener
-from ._inbox import QueuedMessage, QueueMode
+from ._inbox import QueueMode
 from ._loop_config import loop_config
 from ._options import AgentOptions
+from ._queue_methods import QueueMethods
 from ._queues import Queues
 from ._recorder import Recorder, checks_messages, log_flush_failure
 from ._settings import SETTING_NAMES, AgentSettings
@@ -56,14 +58,13 @@ from ._texts import (
     CONTINUE_FROM_ASSISTANT,
     NO_MODEL,
     NOTHING_TO_CONTINUE,
-    as_message,
     prompt_messages,
 )
 
 __all__ = ["Agent", "Listener"]
 
 
-class Agent(AgentOptions):
+class Agent(AgentOptions, QueueMethods, Approvals):
     """A stateful agent: transcript, tools, queues, subscribers, one abort scope.
 
     The keyword options are those of :class:`pt.AgentSettings` (hooks, queue modes, tool
@@ -150,55 +151,6 @@ class Agent(AgentOptions):
     @property
     def is_running(self) -> bool:
         return self._scope is not None
-
-    def steer(self, message: AgentMessage | str) -> QueuedMessage:
-        """Queue a message to inject after the current turn (never mid-turn); returns its
-        queue record (its ``id`` works with :meth:`remove_queued`, :meth:`replace_queued`)."""
-        return self._queues.put("steer", as_message(message, "steer()"))
-
-    def follow_up(self, message: AgentMessage | str) -> QueuedMessage:
-        """Queue a message to run only once the agent would otherwise stop; returns its queue
-        record."""
-        return self._queues.put("follow_up", as_message(message, "follow_up()"))
-
-    def clear_steering_queue(self) -> None:
-        self._queues.clear("steer")
-
-    def clear_follow_up_queue(self) -> None:
-        self._queues.clear("follow_up")
-
-    def queued(self) -> tuple[QueuedMessage, ...]:
-        """A snapshot of both queues: the steering messages, then the follow-ups, in order."""
-        return (*self._queues.steering.snapshot(), *self._queues.follow_ups.snapshot())
-
-    def peek_queued_messages(self) -> list[AgentMessage]:
-        """What the next poll would take, without taking it (pi 0.87's
-        ``peekQueuedMessages``): the steering queue's next message(s) if any, else the
-        follow-up queue's."""
-        return self._queues.steering.peek() or self._queues.follow_ups.peek()
-
-    def remove_queued(self, item_id: str) -> None:
-        """Take back a queued message the run has not taken yet.
-
-        Raises:
-            KeyError: nothing with that id is queued (a run may have taken it already).
-        """
-        self._queues.edit(item_id, None)
-
-    def replace_queued(self, item_id: str, message: AgentMessage | str) -> None:
-        """Rewrite a queued message in place (same id, same position).
-
-        Raises:
-            KeyError: nothing with that id is queued (a run may have taken it already).
-        """
-        self._queues.edit(item_id, as_message(message, "replace_queued()"))
-
-    def clear_all_queues(self) -> None:
-        self.clear_steering_queue()
-        self.clear_follow_up_queue()
-
-    def has_queued_messages(self) -> bool:
-        return self._queues.any_queued()
 
     def reset(self) -> None:
         """Clear the transcript, the runtime state and both queues (pi's ``reset``).
@@ -305,11 +257,15 @@ class Agent(AgentOptions):
                 log could not give back); nothing was changed.
             ValueError: ``images`` given with a message instead of a text; or no model set
                 (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``.
+            ContinueError: tool calls wait for a decision (``state.pending_approvals``):
+                decide them and ``continue_()`` first.
             KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
                 was closed; plain, never in an exception group.
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_PROMPT)
+        if self._state.awaiting_approval:
+            raise ContinueError(undecided_text(self._state))
         messages = prompt_messages(input, images)
         recorder = self._settings.recorder
         if recorder is not None and checks_messages(recorder):
@@ -324,19 +280,26 @@ class Agent(AgentOptions):
         """Continue from the transcript (a retry, or after adding tool results yourself).
 
         From an assistant tail, a queued steering message (else a follow-up) becomes the prompt.
+        With tool calls that waited for approval, all decided: their turn runs them (approved
+        ones execute, denied ones get an error result), then the model is called.
         Cancellation and failures behave as in :meth:`prompt`.
 
         Raises:
             AgentBusyError: a run is active.
             ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: nothing to continue from (an empty transcript, or an assistant tail
-                with nothing queued); pi's texts.
+                with nothing queued; pi's texts), or tool calls still wait for a decision.
             TypeError: the transcript's last message is not a message (a value appended to
                 ``state.messages`` in place).
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_CONTINUE)
         self._check_model()
+        if self._state.awaiting_approval:
+            if self._state.pending_approvals:
+                raise ContinueError(undecided_text(self._state))
+            await self._run(None, decisions=True, task_status=task_status)
+            return
         messages = self._state.messages
         if not messages:
             raise ContinueError(NOTHING_TO_CONTINUE)
@@ -372,9 +335,12 @@ class Agent(AgentOptions):
 
         Raises:
             AgentBusyError: a run or another compaction is active.
+            ContinueError: tool calls wait for a decision (decide and continue first).
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_COMPACT)
+        if self._state.awaiting_approval:  # their batch must not be cut
+            raise ContinueError(undecided_text(self._state))
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
         try:
@@ -434,9 +400,12 @@ class Agent(AgentOptions):
         prompts: list[AgentMessage] | None,
         *,
         skip_initial_steering_poll: bool = False,
+        decisions: bool = False,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         config, scope, context = self._begin_run(skip_initial_steering_poll, task_status)
+        if decisions:  # the waiting calls run first, with the decisions made about them
+            config = attrs.evolve(config, tool_decisions=self._state.tool_decisions)
         try:
             await run_loop(prompts, context, config, self._delivery, cancel_scope=scope)
         finally:

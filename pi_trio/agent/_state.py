@@ -16,13 +16,14 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ToolApprovalRequest,
     ToolExecutionEnd,
     ToolExecutionStart,
     TurnEnd,
 )
-from ..messages import AgentMessage, AssistantMessage, checked_message
+from ..messages import AgentMessage, AssistantMessage, ToolCall, checked_message
 from ..models import Model, ModelCost
-from ..tools import AgentTool
+from ..tools import AgentTool, ToolDecision
 
 __all__ = ["DEFAULT_MODEL", "AgentState", "ThinkingLevelSetting"]
 
@@ -134,6 +135,10 @@ class AgentState:
     compaction_usage: tuple[int, float] = attrs.field(default=(0, 0.0), init=False, repr=False)
     """Tokens and cost of the summaries compaction made in the current (or last) run, which
     the budgets count (pi_trio's addition)."""
+    # tool calls waiting for a person (by id, in request order) and the decisions made so far;
+    # None while there are none (every agent, nearly always)
+    _waiting: dict[str, ToolCall] | None = attrs.field(default=None, init=False, repr=False)
+    _decisions: dict[str, ToolDecision] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def model(self) -> Model:
@@ -158,12 +163,93 @@ class AgentState:
     @messages.setter
     def messages(self, value: Iterable[AgentMessage]) -> None:
         self._messages = _message_list(value)
+        self._waiting = self._decisions = None  # a new transcript: its calls wait for nothing
 
     @property
     def pending_tool_calls(self) -> frozenset[str]:
         """Ids of the tool calls started and not yet ended (a snapshot: O(running calls))."""
         pending = self._pending
         return _NONE_PENDING if pending is None else frozenset(pending)
+
+    @property
+    def pending_approvals(self) -> tuple[ToolCall, ...]:
+        """The tool calls waiting for a person's decision (``agent.approve``/``deny``), in the
+        order they were requested; decided ones wait for ``continue_()`` and are not here."""
+        waiting, decisions = self._waiting, self._decisions or {}
+        if waiting is None:
+            return ()
+        return tuple(call for key, call in waiting.items() if key not in decisions)
+
+    @property
+    def tool_decisions(self) -> dict[str, ToolDecision]:
+        """The decisions made about waiting calls that ``continue_()`` has not run yet (a
+        copy, by tool call id)."""
+        return dict(self._decisions or {})
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """Whether tool calls wait for a decision or for ``continue_()`` to run them: the
+        model is not called before they have results."""
+        return self._waiting is not None
+
+    def decide(self, tool_call_id: str, decision: ToolDecision) -> ToolCall:
+        """Record a person's decision about a waiting call (what ``agent.approve``/``deny``
+        do); the call.
+
+        Raises:
+            KeyError: no call of that id waits for a decision, or it was decided already
+                (the message says which, and what waits).
+        """
+        waiting = self._waiting or {}
+        call = waiting.get(tool_call_id)
+        if call is None:
+            ids = ", ".join(repr(key) for key in waiting) or "none"
+            raise KeyError(f"no tool call {tool_call_id!r} waits for a decision (waiting: {ids})")
+        decisions = self._decisions
+        if decisions is None:
+            decisions = self._decisions = {}
+        if tool_call_id in decisions:
+            earlier = "approved" if decisions[tool_call_id].approved else "denied"
+            raise KeyError(f"tool call {tool_call_id!r} was {earlier} already")
+        decisions[tool_call_id] = decision
+        return call
+
+    def restore_approvals(
+        self, waiting: Iterable[ToolCall], decisions: dict[str, ToolDecision]
+    ) -> None:
+        """Set the waiting calls and their decisions (a resumed session's, from its log)."""
+        self._waiting = {call.id: call for call in waiting} or None
+        self._decisions = {
+            key: value for key, value in decisions.items() if key in (self._waiting or {})
+        } or None
+
+    def _requested(self, tool_call_id: str) -> None:
+        """A ``tool_approval_request``: its call waits (and no longer runs)."""
+        pending = self._pending
+        if pending is not None:
+            pending.discard(tool_call_id)
+            if not pending:
+                self._pending = None
+        for message in reversed(self._messages):
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.id == tool_call_id:
+                        if self._waiting is None:
+                            self._waiting = {}
+                        self._waiting[tool_call_id] = call
+                        return
+                return
+
+    def _answered(self, tool_call_id: str) -> None:
+        """A call that waited has its result: it waits no more."""
+        waiting = self._waiting
+        if waiting is not None and waiting.pop(tool_call_id, None) is not None:
+            if self._decisions is not None:
+                self._decisions.pop(tool_call_id, None)
+                if not self._decisions:
+                    self._decisions = None
+            if not waiting:
+                self._waiting = None
 
     @property
     def provider_error(self) -> ProviderError | None:
@@ -202,6 +288,8 @@ class AgentState:
                 pending.discard(event.tool_call_id)  # type: ignore[union-attr]
                 if not pending:
                     self._pending = None
+            if self._waiting is not None:
+                self._answered(event.tool_call_id)  # type: ignore[union-attr]
         elif cls is TurnEnd:
             message = event.message  # type: ignore[union-attr]
             if isinstance(message, AssistantMessage) and message.error_message:
@@ -209,9 +297,16 @@ class AgentState:
         elif cls is AgentEnd:
             self.streaming_message = None
             self.error = event.error  # type: ignore[union-attr,assignment]
-        elif cls is CompactionEnd and event.usage is not None:  # type: ignore[union-attr]
+        else:
+            self._apply_rare(event)
+
+    def _apply_rare(self, event: AgentEvent) -> None:
+        """The events of :meth:`apply_event` that few runs send."""
+        if isinstance(event, ToolApprovalRequest):
+            self._requested(event.tool_call_id)
+        elif isinstance(event, CompactionEnd) and event.usage is not None:
             tokens, cost = self.compaction_usage
-            usage = event.usage  # type: ignore[union-attr]
+            usage = event.usage
             self.compaction_usage = (tokens + usage.total_tokens, cost + usage.cost.total)
 
     def begin_run(self) -> None:
@@ -234,6 +329,7 @@ class AgentState:
     def clear(self) -> None:
         """Forget the transcript and the runtime fields (``Agent.reset``)."""
         self._messages = []
+        self._waiting = self._decisions = None
         self.is_streaming = False
         self.streaming_message = None
         self._pending = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, final
 
 import attrs
@@ -20,7 +20,7 @@ from ..compaction import Compaction
 from ..messages import AgentMessage, AssistantMessage, Context, Message, ToolResultMessage
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, AgentContext, AgentTool, BeforeToolCall
+from ..tools import AfterToolCall, AgentContext, AgentTool, BeforeToolCall, ToolDecision
 
 __all__ = [
     "AgentLoopConfig",
@@ -151,6 +151,26 @@ def _options_or_default(options: StreamOptions | None) -> StreamOptions:
     return StreamOptions() if options is None else options
 
 
+def _decisions_or_none(value: Any) -> Mapping[str, ToolDecision] | None:
+    """A copy of the decisions (the run must not see later changes), None when empty.
+
+    Raises:
+        TypeError: not a mapping of tool call ids to ``pt.ToolDecision``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"tool_decisions must be a dict or None, got {describe(value)}")
+    decisions = dict(value)
+    for key, item in decisions.items():
+        if not isinstance(key, str) or not isinstance(item, ToolDecision):
+            raise TypeError(
+                "tool_decisions maps tool call ids (str) to pt.ToolDecision, got "
+                f"{describe(key)}: {describe(item)}"
+            )
+    return decisions or None
+
+
 def _hook() -> Any:
     """A keyword-only hook field (checked all at once in ``__attrs_post_init__``: one call per
     run, not one per hook)."""
@@ -202,6 +222,13 @@ class AgentLoopConfig:
     then sent again), the older messages are summarised and the transcript becomes the summary
     followed by the newest messages (see :class:`pt.Compaction`).
 
+    ``tool_decisions`` (approvals, an addition): a person's :class:`pt.ToolDecision` by tool
+    call id. A run that meets a call of a tool with ``requires_approval`` and no decision
+    sends ``tool_approval_request``, runs the rest of the batch and ends without calling the
+    model again. A continue run (no prompts) whose transcript ends with such unanswered calls
+    first runs them with these decisions (approved ones execute, denied ones get an error
+    result), in a turn of their own, then goes on as usual.
+
     Raises:
         TypeError: a hook that is not callable, a setting of the wrong type.
         ValueError: a setting out of range (each message names it and what it takes).
@@ -244,6 +271,9 @@ class AgentLoopConfig:
         default=None,
         kw_only=True,
         validator=attrs.validators.optional(instance_of(Compaction, "a pt.Compaction or None")),
+    )
+    tool_decisions: Mapping[str, ToolDecision] | None = attrs.field(
+        default=None, kw_only=True, converter=_decisions_or_none
     )
 
     def __attrs_post_init__(self) -> None:

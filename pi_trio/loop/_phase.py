@@ -17,6 +17,7 @@ from ..messages import AssistantMessage, ToolResultMessage
 from ..tools import ToolBatch
 
 __all__ = [
+    "AWAITING",
     "BETWEEN_TURNS",
     "ENDED",
     "ENDING",
@@ -37,9 +38,11 @@ __all__ = [
 class BetweenTurns:
     """No turn is open: before the first ``turn_start``, or after a ``turn_end`` (polling the
     queues, the stop hooks). ``ending``: that turn's response asked for nothing more to run,
-    so without new messages the run ends."""
+    so without new messages the run ends; ``awaiting``: tool calls of that turn wait for a
+    person's decision, so the run ends (queued messages stay queued)."""
 
     ending: bool
+    awaiting: bool = False
 
 
 @final
@@ -67,11 +70,12 @@ class RunningTools:
 @attrs.define  # as RunningTools
 class Answered:
     """The turn's response (and its batch, if any) is done; ``turn_end`` is next.
-    ``ending``: as in :class:`BetweenTurns`."""
+    ``ending``, ``awaiting``: as in :class:`BetweenTurns`."""
 
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
     ending: bool
+    awaiting: bool = False
 
 
 @final
@@ -84,6 +88,7 @@ Phase: TypeAlias = BetweenTurns | Requesting | Streaming | RunningTools | Answer
 
 BETWEEN_TURNS = BetweenTurns(ending=False)
 ENDING = BetweenTurns(ending=True)
+AWAITING = BetweenTurns(ending=True, awaiting=True)
 REQUESTING = Requesting()
 STREAMING = Streaming()
 ENDED = Ended()

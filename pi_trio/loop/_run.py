@@ -27,14 +27,16 @@ from .._callbacks import call_maybe_async
 from .._groups import plain_exception
 from .._telemetry import RunTracing, start_run, tracing_on
 from ..events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
-from ..messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 from ..providers import stream_simple
 from ..tools import AgentContext, ToolBatch
+from ._awaiting import unanswered_calls
 from ._close import closing_events
 from ._compact import Compactor
 from ._config import AgentLoopConfig, FinishTurnDecision, TurnContext
 from ._emit import Emitter
 from ._phase import (
+    AWAITING,
     BETWEEN_TURNS,
     ENDED,
     ENDING,
@@ -68,8 +70,8 @@ class _Run:
 
     # thousands of agents may be mid-run at once
     __slots__ = (
-        "compactor", "config", "emitter", "hooks_see_turns", "phase", "respond", "response_error",
-        "setup", "stream_fn", "tracing", "transcript",
+        "compactor", "config", "emitter", "hooks_see_turns", "open_calls", "phase", "respond",
+        "response_error", "setup", "stream_fn", "tracing", "transcript",
     )  # fmt: skip
 
     def __init__(
@@ -101,6 +103,12 @@ class _Run:
         if config.compaction is not None:
             self.compactor = Compactor(config.compaction, config, self.emitter)
             self.respond = _Run._respond_compacted
+        # a continue run with decisions: the calls that waited for them, run in its first turn
+        self.open_calls: tuple[AssistantMessage, list[ToolCall]] | None = None
+        if config.tool_decisions is not None:
+            self.open_calls = unanswered_calls(context.messages)
+            if self.open_calls is not None:
+                self.respond = _Run._answer_open_calls
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -185,14 +193,7 @@ class _Run:
                         message, tool_results, self.setup.context, self.transcript.new_messages
                     )
                 decision = await self._end_turn(message, tool_results, turn)
-                if (
-                    message.stop_reason in _FAILED
-                    or decision == "end"
-                    or (
-                        config.should_stop_after_turn is not None
-                        and await self._hook(config.should_stop_after_turn, turn)
-                    )
-                ):
+                if await self._stops(message, decision, turn):
                     await self._end()
                     return
                 continue_once = decision == "continue"
@@ -206,6 +207,16 @@ class _Run:
         await self._end()
 
     # --- the steps of a turn -----------------------------------------------------------------
+
+    async def _stops(
+        self, message: AssistantMessage, decision: FinishTurnDecision, turn: TurnContext | None
+    ) -> bool:
+        """Whether the run ends after this turn: its response failed, ``finish_turn`` said
+        "end", tool calls wait for a person's decision, or ``should_stop_after_turn``."""
+        if message.stop_reason in _FAILED or decision == "end" or self.phase is AWAITING:
+            return True
+        should_stop = self.config.should_stop_after_turn
+        return should_stop is not None and bool(await self._hook(should_stop, turn))
 
     async def _start_turn(self, last: TurnContext | None, pending: bool) -> None:
         """``turn_start``; after a turn (``last``), pi 1.x's ``prepare_next_turn`` first."""
@@ -279,16 +290,28 @@ class _Run:
                 self.phase = self._after(message)
         return message
 
-    def _after(self, message: AssistantMessage) -> Phase:
-        """The phase a response leads to: its tool calls to run, or an answered turn."""
-        calls = [] if message.stop_reason in _FAILED else message.tool_calls
-        if not calls:
+    async def _answer_open_calls(self) -> AssistantMessage:
+        """The first turn of a run that continues calls that waited for a decision: no
+        request; the turn runs those calls with the decisions (``config.tool_decisions``),
+        as the batch of the assistant message that made them."""
+        self.respond = _Run._respond if self.compactor is None else _Run._respond_compacted
+        assert self.open_calls is not None
+        message, calls = self.open_calls
+        self.phase = self._after(message, calls)
+        await trio.lowlevel.checkpoint()  # as a request would be
+        return message
+
+    def _after(self, message: AssistantMessage, calls: list[ToolCall] | None = None) -> Phase:
+        """The phase a response leads to: its tool calls (or ``calls`` of them, which waited
+        for decisions) to run, or an answered turn."""
+        to_run = message.tool_calls if calls is None else calls
+        if message.stop_reason in _FAILED or not to_run:
             return Answered(message, [], ending=True)
         config = self.config
         return RunningTools(
             ToolBatch(
                 message,
-                calls,
+                to_run,
                 self.setup.context,
                 self.setup.tools,
                 self.emitter.emit_nowait,
@@ -301,6 +324,8 @@ class _Run:
                 steering=(
                     config.steering_signal if config.steering_policy == "at_tool_boundary" else None
                 ),
+                # the decisions are about the calls that waited (``calls``), never later ones
+                decisions=config.tool_decisions if calls is not None else None,
             )
         )
 
@@ -318,8 +343,9 @@ class _Run:
             await batch.run(refuse)
         except Exception as exc:  # a hook of the batch itself (steering_signal)
             await self.emitter.fail(exc)
-        more_tool_calls = not batch.terminate
-        self.phase = Answered(message, batch.messages, ending=not more_tool_calls)
+        awaiting = batch.any_waiting  # calls wait for a person: the run ends after this turn
+        more_tool_calls = not awaiting and not batch.terminate
+        self.phase = Answered(message, batch.messages, not more_tool_calls, awaiting)
         return batch.messages, more_tool_calls
 
     async def _end_turn(
@@ -334,7 +360,10 @@ class _Run:
             decision = await self._hook(self.config.finish_turn, turn)
         phase = self.phase
         assert isinstance(phase, Answered)
-        self.phase = ENDING if phase.ending else BETWEEN_TURNS
+        if phase.awaiting:
+            self.phase = AWAITING
+        else:
+            self.phase = ENDING if phase.ending else BETWEEN_TURNS
         delivering = self.emitter.emit_nowait(TurnEnd(message, tool_results))
         if delivering is not None:
             await delivering

@@ -2,9 +2,11 @@
 
 pi's order (DESIGN.md section 3): ``agent_start``; per turn ``turn_start``, each message as
 ``message_start``, ``message_update``* (assistant messages only), ``message_end``, tool calls as
-``tool_execution_start``, ``tool_execution_update``*, ``tool_execution_end``, then
-``turn_end``; ``agent_end`` last, carrying the run's messages. An aborted run closes with the
-same shape (section 4), so the grammar holds for every run, aborted or not.
+``tool_execution_start``, ``tool_execution_update``*, ``tool_execution_end`` (or, for a call
+that waits for a person's decision, ``tool_approval_request``: its end comes in a later run,
+or in this one's abort), then ``turn_end``; ``agent_end`` last, carrying the run's messages.
+An aborted run closes with the same shape (section 4), so the grammar holds for every run,
+aborted or not.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..events import (
     MessageStart,
     MessageUpdate,
     QueueUpdate,
+    ToolApprovalRequest,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -68,6 +71,7 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
     in_turn = False
     open_message: AgentMessage | None = None
     running: set[str] = set()
+    waiting: set[str] = set()  # a tool_approval_request stands for their end in this run
     finished: set[str] = set()
     ended_messages: list[AgentMessage] = []
     seen: set[int] = set()
@@ -139,13 +143,20 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
         elif isinstance(event, ToolExecutionUpdate):
             if event.tool_call_id not in running:
                 problems.append(f"{where}: an update for {event.tool_call_id!r}, not running")
+        elif isinstance(event, ToolApprovalRequest):
+            call_id = event.tool_call_id
+            if call_id not in running:
+                problems.append(f"{where}: an approval request for {call_id!r}, not started")
+            running.discard(call_id)
+            waiting.add(call_id)
         elif isinstance(event, ToolExecutionEnd):
             call_id = event.tool_call_id
             if call_id in finished:
                 problems.append(f"{where}: {call_id!r} ended twice")
-            elif call_id not in running:
+            elif call_id not in running and call_id not in waiting:
                 problems.append(f"{where}: {call_id!r} ended but never started")
             running.discard(call_id)
+            waiting.discard(call_id)  # an abort ends a waiting call too
             finished.add(call_id)
     if in_turn:
         problems.append("the events end inside an open turn")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent_tool import AgentTool, OnUpdate, ToolExecute, ToolExecutionMode
+from ._approval import ApprovalPolicy, ToolDecision, denied_result
 from ._batch import (
     ABORTED_TOOL_TEXT,
     AfterToolCall,
@@ -31,6 +32,7 @@ __all__ = [
     "AgentContext",
     "AgentTool",
     "Announce",
+    "ApprovalPolicy",
     "ArgumentValidator",
     "BeforeToolCall",
     "BeforeToolCallContext",
@@ -38,8 +40,10 @@ __all__ = [
     "Emit",
     "OnUpdate",
     "ToolBatch",
+    "ToolDecision",
     "ToolExecute",
     "ToolExecutionMode",
+    "denied_result",
     "error_result",
     "exception_text",
     "json_schema_for",

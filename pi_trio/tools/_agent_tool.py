@@ -13,6 +13,7 @@ import attrs
 import outcome
 import trio
 
+from .._checks import describe
 from .._groups import plain_exception
 from ..events import ToolResult
 from ..messages import Tool
@@ -58,6 +59,12 @@ class AgentTool:
     ``replay`` matters to durable sessions (:mod:`pi_trio.sessions`) only: a call interrupted
     by a crash after it started is never re-run with ``"never"`` (the default; the model is told
     its outcome is unknown), and is re-run on resume with ``"safe"`` (for idempotent tools).
+
+    ``requires_approval`` (True, or a policy called with the call's
+    :class:`pt.BeforeToolCallContext` once its arguments validated, returning a bool or an
+    awaitable of one) makes a call wait for a person: it does not run, the run ends with it in
+    ``agent.state.pending_approvals``, and ``agent.approve``/``agent.deny`` then
+    ``agent.continue_()`` decide (see :mod:`pi_trio.tools._approval`).
     """
 
     name: str
@@ -69,6 +76,9 @@ class AgentTool:
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     timeout: float | None = attrs.field(default=None, kw_only=True)
     replay: Literal["never", "safe"] = attrs.field(default="never", kw_only=True)
+    requires_approval: bool | Callable[[Any], bool | Awaitable[bool]] = attrs.field(
+        default=False, kw_only=True
+    )
     output_schema: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
     """pi 1.x's ``outputSchema``: the JSON schema of the tool's ``structured_content``, for
     programmatic callers (never sent to the model, never checked by the loop)."""
@@ -77,6 +87,11 @@ class AgentTool:
     is_async: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
+            raise TypeError(
+                f"AgentTool {self.name!r}: requires_approval must be True, False or a callable "
+                f"taking the BeforeToolCallContext, got {describe(self.requires_approval)}"
+            )
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(
                 f"AgentTool {self.name!r}: timeout must be > 0 seconds, got {self.timeout!r}"

@@ -1,12 +1,14 @@
 """One assistant message's tool calls: prepared in order, executed, written back in order.
 
 The batch keeps pi's three phases. *Prepare* runs in source order in the loop's task
-(``tool_execution_start``, lookup, ``prepare_arguments``, validation, ``before_tool_call``);
-calls that cannot run (unknown tool, invalid arguments, blocked, a hook that raised) get their
-error result at once. *Execute + finalize* (the tool, then ``after_tool_call``) runs for all
-prepared calls concurrently in one nursery owned by the batch, or one by one in sequential
-mode; ``tool_execution_end`` goes out in completion order. *Write-back* hands the tool-result
-messages to the run in source order (``announce``).
+(``tool_execution_start``, lookup, ``prepare_arguments``, validation, the approval gate of
+:mod:`._approval`, ``before_tool_call``); calls that cannot run (unknown tool, invalid
+arguments, denied, blocked, a hook that raised) get their error result at once, and a call
+waiting for a decision gets a ``tool_approval_request`` and no result in this run.
+*Execute + finalize* (the tool, then ``after_tool_call``) runs for all prepared calls
+concurrently in one nursery owned by the batch, or one by one in sequential mode;
+``tool_execution_end`` goes out in completion order. *Write-back* hands the tool-result
+messages to the run in source order (``announce``), passing over waiting calls.
 
 Each call has one :class:`_Slot` that says how far it got; a slot is updated before the event
 about it is sent, so when the run is cancelled :meth:`ToolBatch.close_out` knows exactly which
@@ -27,12 +29,12 @@ import attrs
 import trio
 
 from .._callbacks import call_maybe_async, exception_text
-from .._errors import ToolArgumentError
 from .._groups import must_propagate, plain_exception
 from .._logging import log_failure, tools_logger
 from .._telemetry import end_tool, start_tool
 from ..events import (
     AgentEvent,
+    ToolApprovalRequest,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -40,6 +42,7 @@ from ..events import (
 )
 from ..messages import AssistantMessage, ToolCall, ToolResultMessage, now_ms
 from ._agent_tool import AgentTool
+from ._approval import ToolDecision, denied_result, needs_approval
 from ._hooks import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -47,7 +50,14 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from ._results import as_tool_result, error_result, steered_result, timed_out_result
+from ._results import (
+    after_hook,
+    as_tool_result,
+    error_result,
+    log_prepare_failure,
+    steered_result,
+    timed_out_result,
+)
 from ._serial import Emit, OneAtATime
 
 __all__ = [
@@ -72,20 +82,6 @@ AfterToolCall = Callable[
 ]
 
 
-def _log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
-    """A call that failed before it ran: invalid arguments are the model's to fix (INFO, no
-    traceback); a raising ``prepare_arguments`` or ``before_tool_call`` is the application's."""
-    if isinstance(exc, ToolArgumentError):
-        tools_logger.info("tool %s (call %s): %s", call.name, call.id, text)
-        return
-    log_failure(
-        tools_logger, WARNING, exc,
-        "tool %s (call %s) failed before it ran (prepare_arguments or before_tool_call); "
-        "the model sees: %s",
-        call.name, call.id, text,
-    )  # fmt: skip
-
-
 @attrs.define(slots=True)
 class _Slot:
     """One tool call and how far it got (each flag set before its event is sent)."""
@@ -104,6 +100,7 @@ class _Slot:
     ended_ms: int | None = None  # wall clock (ms) when its end was applied: the message's time
     scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
     end: ToolExecutionEnd | None = None  # its end event, built (the close-out sends it if unsent)
+    waiting: bool = False  # it waits for a person's decision: no result, no end in this run
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -127,6 +124,9 @@ class ToolBatch:
         steering: ``steering_policy="at_tool_boundary"``: called when the batch starts, it
             returns a ``trio.Event`` set when a steering message is queued after that; the
             calls not finished by then are stopped (None: pi's "after_batch").
+        decisions: the decisions about calls that waited for approval (a run continuing
+            them); a call of a tool with ``requires_approval`` and no decision waits (see
+            :mod:`._approval`): it gets a ``tool_approval_request`` and no result.
     """
 
     def __init__(
@@ -144,6 +144,7 @@ class ToolBatch:
         max_parallel: int | None = None,
         tool_timeout: float | None = None,
         steering: Callable[[], trio.Event] | None = None,
+        decisions: Mapping[str, ToolDecision] | None = None,
     ) -> None:
         self.assistant = assistant
         self.calls = calls
@@ -158,6 +159,10 @@ class ToolBatch:
         self._tool_timeout = tool_timeout
         self._steering = steering
         self._arrival: trio.Event | None = None  # set when a steer came: unfinished calls stop
+        self._decisions = decisions or None
+        self._write_next = 0  # the index of the next slot to write back
+        self.any_waiting = False
+        """Whether a call waits for a decision (the run then ends after this batch)."""
         slots: list[_Slot] = []
         for call in calls:  # loops, not generator expressions: this runs once per turn
             if not sequential:
@@ -176,6 +181,11 @@ class ToolBatch:
             if slot.result is None or not slot.result.terminate:
                 return False
         return bool(self._slots)
+
+    @property
+    def waiting(self) -> tuple[ToolCall, ...]:
+        """The calls that wait for a person's decision (no result in this run)."""
+        return tuple(slot.call for slot in self._slots if slot.waiting)
 
     async def run(self, refuse_with: str | None = None) -> None:
         """Run the batch to the end. ``refuse_with``: execute nothing, every call gets that
@@ -209,7 +219,7 @@ class ToolBatch:
             for slot in self._slots:
                 if await self._prepare(slot, refuse_with):
                     await self._execute_and_end(slot)
-                else:
+                elif not slot.waiting:
                     await self._end(slot)
                 await self._write_back()
             return
@@ -217,7 +227,7 @@ class ToolBatch:
         for slot in self._slots:
             if await self._prepare(slot, None):
                 prepared.append(slot)
-            else:
+            elif not slot.waiting:
                 await self._end(slot)
         if len(prepared) == 1:
             await self._execute_and_end(prepared[0])  # a nursery of one is just overhead
@@ -242,7 +252,8 @@ class ToolBatch:
     def close_out(
         self, text: str = ABORTED_TOOL_TEXT
     ) -> tuple[list[AgentEvent], list[ToolResultMessage]]:
-        """Give every call without a result an error result (``text``).
+        """Give every call without a result an error result (``text``); a call waiting for
+        a decision too (an abort withdraws its approval request).
 
         Synchronous. Returns the tool events still to send (a start never sent, the ends) and
         the result messages not yet handed to the run, in source order; the caller takes the
@@ -298,6 +309,10 @@ class ToolBatch:
             if tool.prepare_arguments is not None:
                 arguments = tool.prepare_arguments(arguments)
             args = tool.validate(arguments)
+            if (self._decisions is not None or tool.requires_approval is not False) and (
+                await self._decided_against(slot, tool, args)
+            ):
+                return False
             if self._before is not None:
                 decision = await call_maybe_async(
                     self._before, BeforeToolCallContext(self.assistant, call, args, self._context)
@@ -310,9 +325,28 @@ class ToolBatch:
         except Exception as exc:
             text = exception_text(exc)
             slot.result, slot.is_error, slot.error = error_result(text), True, exc
-            _log_prepare_failure(call, exc, text)
+            log_prepare_failure(call, exc, text)
             return False
         slot.tool, slot.args = tool, args
+        return True
+
+    async def _decided_against(self, slot: _Slot, tool: AgentTool, args: Any) -> bool:
+        """The approval gate: True when the call does not run now, denied (its error result
+        set) or waiting for a decision (its ``tool_approval_request`` sent)."""
+        call = slot.call
+        decision = self._decisions.get(call.id) if self._decisions is not None else None
+        if decision is not None:
+            if decision.approved:
+                return False
+            slot.result, slot.is_error = denied_result(call.name, decision.reason), True
+            return True
+        context = BeforeToolCallContext(self.assistant, call, args, self._context)
+        if not await needs_approval(tool, context):
+            return False
+        slot.waiting = self.any_waiting = True
+        pending = self._emit(ToolApprovalRequest(call.id, call.name, call.arguments))
+        if pending is not None:
+            await pending
         return True
 
     async def _execute_and_release(self, slot: _Slot, places: trio.Semaphore) -> None:
@@ -407,31 +441,10 @@ class ToolBatch:
         context = AfterToolCallContext(
             self.assistant, slot.call, slot.args, result, is_error, self._context
         )
-        try:
-            override = await call_maybe_async(self._after, context)
-        except Exception as exc:
-            slot.error = exc
-            text = exception_text(exc)
-            log_failure(
-                tools_logger, WARNING, exc,
-                "after_tool_call raised for tool %s (call %s); the model sees: %s",
-                slot.call.name, slot.call.id, text,
-            )  # fmt: skip
-            return error_result(text), True
-        if override is None:
-            return result, is_error
-        # pi 1.6: structured content not replaced along with the content may no longer match
-        structured = override.structured_content
-        if structured is None and override.content is None:
-            structured = result.structured_content
-        merged = ToolResult(
-            content=result.content if override.content is None else override.content,
-            details=result.details if override.details is None else override.details,
-            terminate=result.terminate if override.terminate is None else override.terminate,
-            structured_content=structured,
-            usage=result.usage if override.usage is None else override.usage,
-        )
-        return merged, is_error if override.is_error is None else override.is_error
+        result, is_error, failure = await after_hook(self._after, context)
+        if failure is not None:
+            slot.error = failure
+        return result, is_error
 
     async def _end(self, slot: _Slot) -> None:
         call = slot.call
@@ -452,12 +465,16 @@ class ToolBatch:
             await pending
 
     async def _write_back(self) -> None:
+        """Hand the finished results to the run in source order, as far as they go (a call
+        waiting for a decision is passed over: its result comes in a later run)."""
         slots = self._slots
-        while len(self.messages) < len(slots):
-            slot = slots[len(self.messages)]
-            if slot.result is None:
-                return
-            await self._announce(self._message(slot))
+        while self._write_next < len(slots):
+            slot = slots[self._write_next]
+            if not slot.waiting:
+                if slot.result is None:
+                    return
+                await self._announce(self._message(slot))
+            self._write_next += 1
 
     def _message(self, slot: _Slot) -> ToolResultMessage:
         """The slot's result message, recorded as written (before anyone announces it)."""

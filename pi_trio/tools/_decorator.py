@@ -31,6 +31,7 @@ import attrs
 from ..events import ToolResult
 from ..messages import ImageContent, TextContent, ThinkingContent, ToolCall
 from ._agent_tool import AgentTool, OnUpdate, ToolExecutionMode
+from ._approval import ApprovalPolicy
 
 __all__ = ["parse_docstring", "result_from_value", "tool"]
 
@@ -50,6 +51,7 @@ def tool(
     execution_mode: ToolExecutionMode | None = None,
     timeout: float | None = None,
     replay: Literal["never", "safe"] = "never",
+    requires_approval: bool | ApprovalPolicy = False,
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
 
 
@@ -63,6 +65,7 @@ def tool(
     execution_mode: ToolExecutionMode | None = None,
     timeout: float | None = None,
     replay: Literal["never", "safe"] = "never",
+    requires_approval: bool | ApprovalPolicy = False,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Describe a function as a tool; use as ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -77,6 +80,8 @@ def tool(
             loop's ``tool_timeout``).
         replay: ``"safe"`` lets a durable session re-run a call a crash interrupted (an
             idempotent tool); ``"never"`` (the default) does not.
+        requires_approval: True, or a policy given the validated call, makes a call wait
+            for a person's decision before it runs (see :class:`AgentTool`).
 
     Returns:
         The :class:`AgentTool`, or (with keywords only) a decorator that makes it.
@@ -86,15 +91,18 @@ def tool(
             parameters or annotations that have no JSON schema.
         ValueError: ``execution_mode`` is neither mode, ``replay`` neither value, or
             ``timeout`` not above 0.
+        TypeError: ``requires_approval`` is neither a bool nor a callable.
     """
 
     def decorate(function: Callable[..., Any]) -> AgentTool:
         tool = _build(function, name, label, description, execution_mode)
-        if timeout is None and replay == "never":
+        if timeout is None and replay == "never" and requires_approval is False:
             return tool
         if replay not in ("never", "safe"):
             raise ValueError(f"replay must be 'never' or 'safe', not {replay!r}")
-        return attrs.evolve(tool, timeout=timeout, replay=replay)
+        return attrs.evolve(
+            tool, timeout=timeout, replay=replay, requires_approval=requires_approval
+        )
 
     if fn is not None:
         return decorate(fn)

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from logging import WARNING
 from typing import Any
 
+from .._callbacks import call_maybe_async, exception_text
+from .._errors import ToolArgumentError
+from .._logging import log_failure, tools_logger
 from ..events import ToolResult
-from ..messages import TextContent
+from ..messages import TextContent, ToolCall
 from ._agent_tool import AgentTool
+from ._hooks import AfterToolCallContext, AfterToolCallResult
 
-__all__ = ["as_tool_result", "error_result", "steered_result", "timed_out_result"]
+__all__ = [
+    "after_hook",
+    "as_tool_result",
+    "error_result",
+    "log_prepare_failure",
+    "merged_result",
+    "steered_result",
+    "timed_out_result",
+]
 
 
 def error_result(text: str) -> ToolResult:
@@ -44,3 +58,57 @@ def as_tool_result(value: Any) -> ToolResult:
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
+
+
+def merged_result(result: ToolResult, override: AfterToolCallResult) -> ToolResult:
+    """``result`` with what ``after_tool_call`` replaced (its fields that are not None)."""
+    # pi 1.6: structured content not replaced along with the content may no longer match
+    structured = override.structured_content
+    if structured is None and override.content is None:
+        structured = result.structured_content
+    return ToolResult(
+        content=result.content if override.content is None else override.content,
+        details=result.details if override.details is None else override.details,
+        terminate=result.terminate if override.terminate is None else override.terminate,
+        structured_content=structured,
+        usage=result.usage if override.usage is None else override.usage,
+    )
+
+
+def log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
+    """A call that failed before it ran: invalid arguments are the model's to fix (INFO, no
+    traceback); a raising ``prepare_arguments``, ``before_tool_call`` or approval policy is
+    the application's."""
+    if isinstance(exc, ToolArgumentError):
+        tools_logger.info("tool %s (call %s): %s", call.name, call.id, text)
+        return
+    log_failure(
+        tools_logger, WARNING, exc,
+        "tool %s (call %s) failed before it ran (prepare_arguments, before_tool_call or "
+        "requires_approval); the model sees: %s",
+        call.name, call.id, text,
+    )  # fmt: skip
+
+
+async def after_hook(
+    hook: Callable[
+        [AfterToolCallContext], Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None
+    ],
+    context: AfterToolCallContext,
+) -> tuple[ToolResult, bool, Exception | None]:
+    """``after_tool_call`` on a finished call: the result and ``is_error`` it leaves, and the
+    exception when the hook raised (the result is then its error, logged once)."""
+    try:
+        override = await call_maybe_async(hook, context)
+    except Exception as exc:
+        text = exception_text(exc)
+        log_failure(
+            tools_logger, WARNING, exc,
+            "after_tool_call raised for tool %s (call %s); the model sees: %s",
+            context.tool_call.name, context.tool_call.id, text,
+        )  # fmt: skip
+        return error_result(text), True, exc
+    if override is None:
+        return context.result, context.is_error, None
+    is_error = context.is_error if override.is_error is None else override.is_error
+    return merged_result(context.result, override), is_error, None
