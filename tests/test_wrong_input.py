@@ -130,9 +130,15 @@ async def test_every_kind_of_entry_the_writer_makes_is_read_back(tmp_path: Path)
         faux.assistant_message("again"),
         faux.assistant_message("and then"),
         faux.assistant_message("a summary"),
+        faux.assistant_message([faux.tool_call("gate", {}, id="g1")]),
+        faux.assistant_message("gated"),
     ]
     scripted = faux.FauxModel(script)
-    state = pt.AgentState(model=scripted.model, tools=[ECHO, stats])
+    gate = pt.AgentTool(
+        "gate", "Gate", "waits for a person", {"type": "object"}, lambda *_: "through",
+        requires_approval=True,
+    )  # fmt: skip
+    state = pt.AgentState(model=scripted.model, tools=[ECHO, stats, gate])
     checked: list[str] = []
 
     def before(context: pt.BeforeToolCallContext) -> None:
@@ -149,12 +155,15 @@ async def test_every_kind_of_entry_the_writer_makes_is_read_back(tmp_path: Path)
             await agent.prompt("once more")
             agent.compaction = pt.Compaction(keep_recent_tokens=1)
             assert await agent.compact() is not None  # a compaction entry
+            await agent.prompt("through the gate")  # an approval entry
+            agent.approve("g1")  # a decision entry
+            await agent.continue_()
             live = strip_timestamps([pt.to_json(m) for m in agent.state.messages])
         kinds = {entry.kind for entry in await store.load("s")}
         async with store.open_agent("s", initial_state=state) as again:
             assert strip_timestamps([pt.to_json(m) for m in again.state.messages]) == live
     assert kinds == ENTRY_KINDS
-    assert len(checked) == 2
+    assert len(checked) == 3
 
 
 async def test_a_message_a_hook_adds_that_the_log_cannot_keep_fails_the_run_not_the_session(

@@ -28,6 +28,11 @@ Kinds and their ``data``:
   fields) followed by the ``keptCount`` messages from index ``firstKept`` of the transcript the
   entries before it describe. The entries before it stay; it is durable before its
   ``compaction_end`` is delivered.
+- ``approval``: ``{"toolCallId", "toolName", "arguments"}``: the call waits for a person's
+  decision (its tool has ``requires_approval``); durable before its ``tool_approval_request``
+  is delivered. Until a result is logged for it, the call waits, across restarts.
+- ``decision``: ``{"toolCallId", "approved": bool, "reason": str}`` (and ``"inbox"``: the
+  ``store.approve()`` row it was moved from): a person's decision about a waiting call.
 """
 
 from __future__ import annotations
@@ -81,6 +86,8 @@ EntryKind: TypeAlias = Literal[
     "tool_result",
     "transcript",
     "compaction",
+    "approval",
+    "decision",
 ]
 ENTRY_KINDS: Final[frozenset[str]] = frozenset(get_args(EntryKind))
 QueueName: TypeAlias = Literal["steer", "followUp"]

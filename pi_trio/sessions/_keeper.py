@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -26,6 +26,7 @@ from .._groups import plain_exception
 from .._logging import sessions_logger
 from ._backend import Lease, SessionBackend, as_leased
 from ._entries import read_message
+from ._repair import decision_of
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -48,16 +49,37 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
         if ident in seen:
             continue
         seen.add(ident)
-        message = read_message(recorder.session_id, 0, json.loads(text))
         recorder.from_inbox = ident
         try:
-            (agent.steer if kind == "steer" else agent.follow_up)(message)
+            if kind == "decision":
+                _decide(agent, recorder, ident, json.loads(text))
+            else:
+                message = read_message(recorder.session_id, 0, json.loads(text))
+                (agent.steer if kind == "steer" else agent.follow_up)(message)
         finally:
             recorder.from_inbox = None
         moved += 1
     if moved:
         await recorder.flush()
     return moved
+
+
+def _decide(agent: Agent, recorder: SessionRecorder, ident: int, data: Any) -> None:
+    """Apply a ``store.approve()``/``deny()`` row. One about a call that no longer waits (it
+    was decided here meanwhile, or an abort answered it) is logged as such, and its row
+    deleted with the commit, so it is not tried again."""
+    try:
+        decision = decision_of(data)
+        agent.state.decide(data["toolCallId"], decision)
+    except (KeyError, TypeError) as exc:
+        sessions_logger.warning(
+            "session %r: a decision from the store was not applied (%s)",
+            recorder.session_id,
+            exception_line(exc),
+        )
+        recorder.note("decision", {**data, "inbox": ident, "ignored": True})
+        return
+    recorder.decided(data["toolCallId"], decision)
 
 
 class LeaseKeeper:

@@ -11,6 +11,8 @@ everything noted since the last commit in one transaction at each :meth:`flush` 
   turn, not three);
 - ``tool_execution_end``: each tool's result as soon as that tool finished;
 - ``agent_end``: the run's end;
+- ``tool_approval_request``: the call waits for a decision (a person may decide from another
+  process: the log must say so first);
 - a tool call's intent before ``execute`` (the wrapped ``before_tool_call`` awaits it).
 
 Concurrent flushes (parallel tools finishing together) share commits: a flush waits for the
@@ -20,8 +22,7 @@ one or two commits, not N.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -37,6 +38,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ToolApprovalRequest,
     ToolExecutionEnd,
 )
 from ..messages import (
@@ -47,7 +49,7 @@ from ..messages import (
     now_ms,
 )
 from ..models import Model
-from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
+from ..tools import ToolDecision
 from ..wire import carries_message, to_json
 from ._backend import Lease, SessionBackend
 from ._entries import (
@@ -63,7 +65,7 @@ from ._entries import (
 if TYPE_CHECKING:
     from ..agent import Agent, AgentState
 
-__all__ = ["SessionRecorder", "check_loggable", "durable_before_tool_call", "settings_json"]
+__all__ = ["SessionRecorder", "check_loggable", "settings_json"]
 
 
 _now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)
@@ -159,8 +161,8 @@ class SessionRecorder:
         # tool_result notes by call id, until their result message ends (see _rebuildable)
         self._results: dict[str, Note] = {}
         self.from_inbox: int | None = None
-        """Set while an inbox row is queued (see ``pull_inbox``): its ``queued`` entry names
-        the row, and the commit that logs it deletes the row."""
+        """Set while an inbox row is queued or decided (see ``pull_inbox``): its ``queued``
+        or ``decision`` entry names the row, and the commit that logs it deletes the row."""
         self.inbox_seen: set[int] = set()
         """The inbox rows this holder moved into its queues already."""
 
@@ -238,7 +240,27 @@ class SessionRecorder:
             return True
         if cls is CompactionEnd and event.summary is not None:  # type: ignore[union-attr]
             return self._note_compaction(event)  # type: ignore[arg-type]
+        if cls is ToolApprovalRequest:
+            data = {
+                "toolCallId": event.tool_call_id,  # type: ignore[union-attr]
+                "toolName": event.tool_name,  # type: ignore[union-attr]
+                "arguments": event.args,  # type: ignore[union-attr]
+            }
+            self.note("approval", data)
+            return True
         return False
+
+    def decided(self, tool_call_id: str, decision: ToolDecision) -> None:
+        """Note a decision about a waiting call (durable at the next flush: at the latest
+        before the call runs, whose intent is flushed first)."""
+        data: dict[str, Any] = {
+            "toolCallId": tool_call_id,
+            "approved": decision.approved,
+            "reason": decision.reason,
+        }
+        if self.from_inbox is not None:
+            data["inbox"] = self.from_inbox  # the store.approve() row: deleted by this commit
+        self.note("decision", data)
 
     def _note_compaction(self, event: CompactionEnd) -> bool:
         """Log a compaction that made a summary: the agent's transcript (already replaced) is
@@ -318,7 +340,7 @@ class SessionRecorder:
         # (calls start in source order as slots free up) in a parallel one
         limit = 1 if sequential else (getattr(self.agent, "max_parallel_tools", None) or len(calls))
         for call, tool in zip(calls[:limit], batch, strict=False):
-            if tool is not None:
+            if tool is not None and tool.requires_approval is False:  # may wait: not early
                 self.note("tool_intent", call)
                 self._early.add(call.id)
 
@@ -441,6 +463,8 @@ class SessionRecorder:
                         note.encoded = row[2]  # what _rebuildable compares with
                     elif kind == "queued" and note.payload[2]:
                         inbox.append(note.payload[2])
+                    elif kind == "decision" and "inbox" in note.payload:
+                        inbox.append(note.payload["inbox"])
                 if inbox:
                     await self._backend.append(self._lease, rows, inbox)
                 else:
@@ -468,24 +492,3 @@ class SessionRecorder:
                 f"session {self.session_id!r} was closed: its open_agent() block has ended",
                 session_id=self.session_id,
             )
-
-
-def durable_before_tool_call(
-    recorder: SessionRecorder, user_hook: BeforeToolCall | None
-) -> Callable[[BeforeToolCallContext], Any]:
-    """The ``before_tool_call`` of a durable agent: the application's hook, then the call's
-    intent, durable before the loop goes on to ``execute`` (a blocked call logs no intent)."""
-    recorder.early_intents = user_hook is None
-
-    async def before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
-        decision: BeforeToolCallResult | None = None
-        if user_hook is not None:
-            value = user_hook(context)
-            decision = await value if inspect.isawaitable(value) else value
-            if decision is not None and decision.block:
-                return decision
-        if recorder.intend(context.tool_call):
-            await recorder.flush()
-        return decision
-
-    return before_tool_call

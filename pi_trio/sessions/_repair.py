@@ -18,6 +18,7 @@ import attrs
 from ..coding_messages import CompactionSummary
 from ..messages import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ..models import Model
+from ..tools import ToolDecision
 from ._backend import StoredRow
 from ._entries import (
     QueueName,
@@ -40,6 +41,7 @@ __all__ = [
     "repair_transcript",
     "restore",
     "stopped_message",
+    "waiting_calls",
 ]
 
 Interrupted = Literal["not_started", "outcome_unknown"]
@@ -210,7 +212,33 @@ class SessionImage:
     intents: set[str] = attrs.field(factory=set)
     results: dict[str, tuple[int, dict[str, Any], int]] = attrs.field(factory=dict)
     """Logged tool results by call id: (seq, data, time)."""
+    approvals: set[str] = attrs.field(factory=set)
+    """Ids of the tool calls that were asked for a person's decision (``approval`` entries)."""
+    decisions: dict[str, ToolDecision] = attrs.field(factory=dict)
+    """The decisions logged about them, by call id."""
     last_seq: int = 0
+
+
+def waiting_calls(image: SessionImage, messages: Sequence[AgentMessage]) -> list[ToolCall]:
+    """The calls of ``messages``' open batch (its last assistant message's calls with no result
+    after it, and none logged) that were asked for a decision: they still wait."""
+    if not image.approvals:
+        return []
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+            continue
+        if not isinstance(message, AssistantMessage) or _failed(message):
+            return []
+        return [
+            call
+            for call in message.tool_calls
+            if call.id in image.approvals
+            and call.id not in answered
+            and call.id not in image.results
+        ]
+    return []
 
 
 def compacted(
@@ -236,6 +264,15 @@ def compacted(
         )
     summary = CompactionSummary(data["summary"], data["tokensBefore"], data["timestamp"])
     return [summary, *messages[first : first + count]]
+
+
+def decision_of(data: dict[str, Any]) -> ToolDecision:
+    """A ``decision`` entry's (or inbox row's) decision.
+
+    Raises:
+        KeyError: a field is missing. TypeError: a field has the wrong type.
+    """
+    return ToolDecision(data["approved"], data.get("reason", ""))
 
 
 def restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
@@ -278,6 +315,10 @@ def _restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
                 image.results[data["toolCallId"]] = (seq, data, when)
             elif kind == "tool_intent":
                 image.intents.add(data["toolCallId"])
+            elif kind == "approval":
+                image.approvals.add(data["toolCallId"])
+            elif kind == "decision" and not data.get("ignored"):
+                image.decisions[data["toolCallId"]] = decision_of(data)
             elif kind == "queued":
                 queued[seq] = (data["queue"], read_message(session_id, seq, data["message"]))
             elif kind == "drained":

@@ -198,10 +198,21 @@ class _Worker:
 
 async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
     """Move the inbox in and run until nothing is queued (each round drains at least one
-    message; a round that changed nothing ends it, so a failing model cannot spin)."""
+    message; a round that changed nothing ends it, so a failing model cannot spin). Tool calls
+    waiting for a person's decision are run once every one of them is decided; until then the
+    session is left (idle: a decision in its inbox makes it pending again)."""
     recorder = cast(SessionRecorder, agent.recorder)
     while True:
         await pull_inbox(backend, agent, recorder)
+        state = agent.state
+        if state.awaiting_approval:  # tool calls wait: run them once all are decided
+            if state.pending_approvals:
+                return
+            before_calls = len(state.messages)
+            await agent.continue_()
+            if len(state.messages) == before_calls:
+                return
+            continue
         if not agent.has_queued_messages():
             return
         before = (len(agent.queued()), len(agent.state.messages))

@@ -28,34 +28,27 @@ from .._errors import (
 from .._groups import plain_exception
 from .._logging import sessions_logger
 from ..agent import Agent, AgentState
-from ..events import ToolExecutionEnd, ToolResult
 from ..messages import (
     AgentMessage,
-    AssistantMessage,
     TextContent,
-    ToolResultMessage,
+    ToolCall,
     UserMessage,
     checked_message,
     now_ms,
 )
 from ..models import Model
-from ..tools import AgentTool, exception_text
+from ..tools import ToolDecision
 from ..wire import from_json, to_json
+from ._approvals import decide_in_store, undecided_calls
 from ._backend import Lease, SessionBackend, SessionInfo, as_leased
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
+from ._intents import durable_before_tool_call
 from ._keeper import LeaseKeeper, pull_inbox
 from ._pi_files import export_pi_session, import_pi_session
-from ._recorder import SessionRecorder, check_loggable, durable_before_tool_call
-from ._repair import (
-    SessionImage,
-    fill,
-    find_gaps,
-    interrupted_result,
-    needs_closing,
-    restore,
-    stopped_message,
-)
+from ._recorder import SessionRecorder, check_loggable
+from ._repair import SessionImage, restore
+from ._resume import repair_tail, restore_approvals
 
 __all__ = ["SessionStore"]
 
@@ -65,6 +58,7 @@ class SessionStore:
 
     def __init__(self, backend: SessionBackend) -> None:
         self.backend = backend
+        self._open: dict[str, Agent] = {}  # the agents of this store's open_agent blocks
 
     def __repr__(self) -> str:
         return f"<SessionStore {self.backend.description}>"
@@ -248,7 +242,7 @@ class SessionStore:
                 _apply_settings(state, image, session_id)
                 keeper = LeaseKeeper(self.backend, lease, taken, None, recorder)
                 async with keeper.kept():  # a replay="safe" re-run may outlast the lease
-                    state.messages = await _repair_tail(image, state, recorder)
+                    state.messages = await repair_tail(image, state, recorder)
                 recorder.note_settings(state)
             options = dict(agent_options)
             user_hook = options.pop("before_tool_call", None)
@@ -261,12 +255,15 @@ class SessionStore:
             for seq, (queue, message) in image.queued.items():
                 (agent.steer if queue == "steer" else agent.follow_up)(message)
                 recorder.adopt_queued(seq, queue, message)
+            restore_approvals(image, agent.state)  # the calls that still wait for a person
             recorder.agent = agent
+            self._open[session_id] = agent
             agent.recorder = recorder
             await recorder.flush()
             keeper.agent = agent  # from now on it also moves the inbox in
             await pull_inbox(self.backend, agent, recorder)
         except BaseException as exc:
+            self._open.pop(session_id, None)
             if recorder is not None:
                 recorder.close()
             # an unreadable log is not worth a worker's retrying until new input comes; a store
@@ -310,7 +307,10 @@ class SessionStore:
             raise
         finally:
             recorder.close()
-            await self._give_back(lease, ending, idle=not agent.has_queued_messages())
+            self._open.pop(session_id, None)
+            # a session whose calls wait for a person has nothing a worker could do yet
+            idle = not agent.has_queued_messages() or bool(agent.state.pending_approvals)
+            await self._give_back(lease, ending, idle=idle)
 
     async def _give_back(
         self, lease: Lease, ending: BaseException | None, *, idle: bool, give_up: bool = False
@@ -336,6 +336,48 @@ class SessionStore:
                     exception_line(exc),
                     after,
                 )
+
+    async def pending_approvals(self, session_id: str | None = None) -> list[tuple[str, ToolCall]]:
+        """The tool calls waiting for a person's decision, ``(session_id, call)``, in every
+        session of the store (or in ``session_id``'s), in the order they were requested.
+
+        It reads each session's log; cancellation leaves nothing behind.
+        """
+        if session_id is not None:
+            _check_id(session_id)
+            ids = [session_id]
+        else:
+            ids = [info.session_id for info in await self.backend.list_sessions()]
+        return await undecided_calls(self.backend, ids)
+
+    async def approve(self, session_id: str, tool_call_id: str) -> None:
+        """Approve a waiting tool call from any process, the session held or not (see
+        :mod:`pi_trio.sessions._approvals` for the ways a decision travels); durable when this
+        returns. The session's next ``continue_()`` (a ``serve_sessions`` worker's, once every
+        waiting call is decided) runs it.
+
+        Raises:
+            KeyError: the call does not wait for a decision in that session.
+            pt.SessionBusyError: a SQLite store, and another process holds the session.
+            pt.SessionNotFoundError: a SQLite store without that session.
+        """
+        _check_id(session_id)
+        await decide_in_store(
+            self.backend, self._open, session_id, tool_call_id, ToolDecision(True)
+        )
+
+    async def deny(self, session_id: str, tool_call_id: str, reason: str = "") -> None:
+        """Deny a waiting tool call from any process (as :meth:`approve`): it gets an error
+        result saying it was denied, and ``reason``, which the model reads.
+
+        Raises:
+            KeyError, pt.SessionBusyError, pt.SessionNotFoundError: as :meth:`approve`.
+            TypeError: ``reason`` is not a string.
+        """
+        _check_id(session_id)
+        await decide_in_store(
+            self.backend, self._open, session_id, tool_call_id, ToolDecision(False, reason)
+        )
 
     async def enqueue(
         self,
@@ -417,84 +459,3 @@ def _apply_settings(state: AgentState, image: SessionImage, session_id: str) -> 
     given = state.model
     if not (given.provider == logged.provider and given.id == logged.id):
         state.model = logged
-
-
-async def _repair_tail(
-    image: SessionImage, state: AgentState, recorder: SessionRecorder
-) -> list[AgentMessage]:
-    """Fill the log's missing tool results and close an open run; log what was added."""
-    messages = image.messages
-    tools = {tool.name: tool for tool in state.tools}
-    fills: list[tuple[int, AgentMessage]] = []
-    for gap in find_gaps(messages):
-        call = gap.call
-        logged = image.results.get(call.id)
-        if logged is not None:
-            result: AgentMessage = _logged_result(image.session_id, *logged)
-        elif call.id in image.intents:
-            tool = tools.get(call.name)
-            if tool is not None and tool.replay == "safe":
-                result = await _replay(tool, call.id, call.name, call.arguments, recorder)
-            else:
-                result = interrupted_result(call, "outcome_unknown")
-        else:
-            result = interrupted_result(call, "not_started")
-        fills.append((gap.index, result))
-    repaired = fill(messages, fills) if fills else list(messages)
-    if fills:
-        if all(index == len(messages) for index, _ in fills):
-            for _, message in sorted(fills, key=lambda item: item[0]):
-                recorder.note_message(message)
-        else:
-            recorder.note_transcript(repaired)
-    if image.open_run:
-        reason = "aborted"
-        if needs_closing(repaired):
-            closing = stopped_message(state.model, repaired)
-            repaired.append(closing)
-            recorder.note_message(closing)
-        elif repaired and isinstance(repaired[-1], AssistantMessage):
-            reason = repaired[-1].stop_reason
-        recorder.note("run_end", {"reason": reason, "repaired": True})
-    return repaired
-
-
-def _logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
-    """The result message of a tool whose result was logged (its write-back was not)."""
-    try:
-        return from_json(
-            {
-                "role": "toolResult",
-                "toolCallId": data["toolCallId"],
-                "toolName": data["toolName"],
-                "content": data["content"],
-                "details": data.get("details"),
-                "isError": data["isError"],
-                "timestamp": when or now_ms(),
-            },
-            ToolResultMessage,
-        )
-    except Exception as exc:
-        raise entry_error(session_id, seq, f"unreadable tool_result entry ({exc})") from None
-
-
-async def _replay(
-    tool: AgentTool, call_id: str, name: str, arguments: dict[str, Any], recorder: SessionRecorder
-) -> ToolResultMessage:
-    """Re-run an interrupted replay="safe" call; its result is durable when this returns."""
-
-    async def ignore_update(partial: ToolResult) -> None:
-        pass
-
-    try:
-        raw = arguments
-        if tool.prepare_arguments is not None:
-            raw = tool.prepare_arguments(raw)
-        value = await tool.run(call_id, tool.validate(raw), ignore_update)
-        result = value if isinstance(value, ToolResult) else ToolResult([TextContent(str(value))])
-        is_error = bool(result.is_error)  # a failure reported without raising
-    except Exception as exc:
-        result, is_error = ToolResult([TextContent(exception_text(exc))], details={}), True
-    recorder.note("tool_result", ToolExecutionEnd(call_id, name, result, is_error))
-    await recorder.flush()
-    return ToolResultMessage(call_id, name, result.content, result.details, is_error)
