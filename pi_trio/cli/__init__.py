@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from .._version import __version__
+from ._approvals import add_approve_option
 from ._interrupt import INTERRUPTED, run_interruptible
 from ._models import SCRIPTED, CliError, resolve_model
 from ._render import OutputGone
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a streamable-HTTP MCP server whose tools join the chat (repeatable)",
     )  # fmt: skip
     add_session_options(chat)
+    add_approve_option(chat)
 
     rpc = commands.add_parser(
         "rpc",
@@ -114,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model_options(rpc, SCRIPTED, DELAY)
     add_session_options(rpc, in_memory=True)
+    add_approve_option(rpc)
     rpc.add_argument(
         "--mode", choices=["rpc"], help="accepted and ignored (pi's RpcClient passes it)"
     )
@@ -122,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="pi's RPC protocol over TCP, in-memory sessions per connection"
     )
     model_options(serve, SCRIPTED, DELAY)
+    add_approve_option(serve)
     serve.add_argument(
         "--port", type=_port, default=SERVE_PORT,
         help=f"TCP port (default {SERVE_PORT}; 0: any free port)",
@@ -198,6 +202,7 @@ def _silence_stdout() -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     from ._agents import SYSTEM_PROMPT, agent_factory
+    from ._approvals import with_approvals
 
     if args.command == "proxy":
         return _proxy(args.host, args.port, args.token, args.model, args.base_url)
@@ -238,14 +243,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
         base_url=args.base_url,
     )
+    approve = frozenset(getattr(args, "approve", ()))
+    make_agent = with_approvals(make_agent, approve)
     if args.command == "chat":
         if args.session:
             from ._sessions import run_durable
 
             return run_durable(
-                args, make_agent, lambda factory: _chat(factory, args.mcp, args.mcp_url)
+                args, make_agent, lambda factory: _chat(factory, args.mcp, args.mcp_url, approve)
             )
-        return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url))
+        return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url, approve))
     if args.command == "rpc":
         return _rpc(make_agent, args.store, args.session)
     if args.command == "serve":
@@ -287,16 +294,18 @@ def _proxy(host: str, port: int, token: str | None, models: list[str], base_url:
     return run_interruptible(serve)
 
 
-async def _chat(make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[str]) -> int:
+async def _chat(
+    make_agent: Callable[[], Agent], mcp: list[str], mcp_urls: list[str], approve: frozenset[str]
+) -> int:
     from ._chat import ChatSession
 
     agent = make_agent()
     if not mcp and not mcp_urls:
-        return await ChatSession(agent).run()
+        return await ChatSession(agent, approve_tools=approve).run()
     from ._mcp import open_mcp_tools
 
     async with open_mcp_tools(agent, mcp, mcp_urls) as refresh:
-        return await ChatSession(agent, before_prompt=refresh).run()
+        return await ChatSession(agent, before_prompt=refresh, approve_tools=approve).run()
 
 
 def _rpc(make_agent: Callable[[], Agent], store: str | None, session: str | None) -> int:

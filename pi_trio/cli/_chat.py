@@ -10,6 +10,7 @@ taken with ``trio.open_signal_receiver`` for the whole session, so it never arri
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 import trio
 
 from ..agent import Agent
+from ._approvals import mark_tools
 from ._interrupt import INTERRUPTED
 from ._lines import LineTooLongError, StreamLines, ThreadReader
 from ._render import EventPrinter, Style, wants_color
@@ -89,8 +91,10 @@ class ChatSession:
         read_line: Callable[[], Awaitable[str | None]] | None = None,
         echo_input: bool | None = None,
         before_prompt: Callable[[], Awaitable[None]] | None = None,
+        approve_tools: frozenset[str] = frozenset(),
     ) -> None:
         self.agent = agent
+        self.approve_tools = approve_tools  # ask before each call of these (--approve)
         self.before_prompt = before_prompt  # e.g. refresh MCP tools
         self.out = out if out is not None else sys.stdout
         self.style = Style(wants_color(self.out))
@@ -153,6 +157,7 @@ class ChatSession:
         return INTERRUPTED if self.interrupted else 0
 
     async def _loop(self) -> None:
+        await self._settle_approvals()  # a resumed session's calls that wait
         while True:
             self.printer.line()
             self.printer.write(self.style.bold("you> "))
@@ -186,11 +191,34 @@ class ChatSession:
                 self.printer.line(self.style.yellow(f"[unknown command {text}; /help lists them]"))
                 continue
             await self._run(self._prompt(text))
+            await self._settle_approvals()
 
     async def _prompt(self, text: str) -> None:
         if self.before_prompt is not None:
             await self.before_prompt()
+        mark_tools(self.agent, self.approve_tools)
         await self.agent.prompt(text)
+
+    async def _settle_approvals(self) -> None:
+        """Ask about each tool call that waits for a decision ("run name({...})? [y/N]"),
+        then continue the run; until nothing waits. End of input or Ctrl-C leaves them
+        waiting (a durable session keeps them for the next chat)."""
+        agent = self.agent
+        while agent.state.awaiting_approval:
+            for call in agent.state.pending_approvals:
+                arguments = json.dumps(call.arguments, ensure_ascii=False)
+                self.printer.write(self.style.yellow(f"run {call.name}({arguments})? [y/N] "))
+                line = await self.read_line()
+                if line is None or self.interrupted:
+                    self.printer.line(self.style.dim("[no answer: the call keeps waiting]"))
+                    return
+                if self.echo_input:
+                    self.printer.write(line + "\n")
+                if line.strip().lower() in ("y", "yes"):
+                    agent.approve(call.id)
+                else:
+                    agent.deny(call.id, "the user said no")
+            await self._run(agent.continue_())
 
     async def _run(self, step: Awaitable[object]) -> None:
         """A prompt or a compaction, which Ctrl-C aborts."""

@@ -33,7 +33,7 @@ from .._errors import PiError
 from .._logging import cli_logger
 from ..agent import Agent
 from ..events import AgentEvent
-from ..messages import AgentMessage, ImageContent
+from ..messages import AgentMessage
 from ..wire import to_json
 from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
 from ._rpc_commands import (
@@ -55,8 +55,10 @@ _SESSION_COMMANDS = (
     "set_follow_up_mode", "new_session", "switch_session", "get_session_stats", "get_entries",
     "get_last_assistant_text", "compact", "set_auto_compaction",
 )  # fmt: skip
-COMMANDS = (*_SESSION_COMMANDS, *UNSUPPORTED)
-"""Every command type of pi 1.6's RPC: those carried out, then those refused with a reason."""
+_ADDED_COMMANDS = ("approve", "deny")  # pi_trio's: decisions about tool calls that wait
+COMMANDS = (*_SESSION_COMMANDS, *UNSUPPORTED, *_ADDED_COMMANDS)
+"""Every command type of pi 1.6's RPC (those carried out, then those refused with a reason),
+then pi_trio's own."""
 
 _CONNECTION_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _ERROR_LINE_SECONDS = 1.0
@@ -113,6 +115,8 @@ class RpcSession(PiCommands):
         """Why the client is gone (its connection broke), once it is."""
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "prompt": self._prompt,
+            "approve": self._approve,
+            "deny": self._deny,
             **self.handlers(),
         }
 
@@ -264,14 +268,45 @@ class RpcSession(PiCommands):
                 raise CommandError("message: a list cannot be queued; send one message")
             queued = {"message": command.get("message"), "images": command.get("images")}
             return await self.queue(queued, "steer" if behavior == "steer" else "follow_up")
+        self._start(lambda: self.agent.prompt(prompt, images=images))
+        return {"disposition": "started"}
+
+    def _start(self, run: Callable[[], Awaitable[None]]) -> None:
+        """Start a run (a prompt, a continue) in a task of the session."""
         if self._nursery is None:
             raise CommandError("the session is not running")
         done = trio.Event()
         scope = trio.CancelScope()
         self._run_done, self._run_scope = done, scope
         self._abort_requested = False
-        self._nursery.start_soon(self._run_prompt, prompt, images, scope, done)
-        return {"disposition": "started"}
+        self._nursery.start_soon(self._run, run, scope, done)
+
+    async def _approve(self, command: dict[str, Any]) -> Any:
+        return await self._decide(command, approved=True)
+
+    async def _deny(self, command: dict[str, Any]) -> Any:
+        return await self._decide(command, approved=False)
+
+    async def _decide(self, command: dict[str, Any], *, approved: bool) -> Any:
+        """A decision about a tool call that waits (its ``tool_approval_request`` was sent);
+        once none waits undecided and no run is active, the agent continues (its events
+        follow, then ``agent_settled``)."""
+        call_id, reason = command.get("toolCallId"), command.get("reason", "")
+        if not isinstance(call_id, str):
+            raise CommandError("toolCallId: required (the id of a tool call that waits)")
+        if not isinstance(reason, str):
+            raise CommandError(f"reason: expected a string, got {type(reason).__name__}")
+        try:
+            if approved:
+                self.agent.approve(call_id)
+            else:
+                self.agent.deny(call_id, reason)
+        except KeyError as exc:
+            raise CommandError(str(exc.args[0])) from None
+        if self.agent.state.pending_approvals or self.busy:
+            return {"disposition": "decided"}
+        self._start(self.agent.continue_)
+        return {"disposition": "continued"}
 
     @staticmethod
     def _prompt_message(raw: Any) -> str | AgentMessage | list[AgentMessage]:
@@ -289,17 +324,16 @@ class RpcSession(PiCommands):
             prompt.append(message_field(item, f"message[{i}]"))  # type: ignore[arg-type]
         return prompt
 
-    async def _run_prompt(
-        self,
-        prompt: str | AgentMessage | list[AgentMessage],
-        images: list[ImageContent] | None,
-        scope: trio.CancelScope,
-        done: trio.Event,
+    async def _run(
+        self, run: Callable[[], Awaitable[None]], scope: trio.CancelScope, done: trio.Event
     ) -> None:
         try:
             try:
                 with scope:
-                    await self.agent.prompt(prompt, images=images)
+                    await run()
+                    state = self.agent.state  # decisions sent while it ran: go on with them
+                    while state.awaiting_approval and not state.pending_approvals:
+                        await self.agent.continue_()
             except PiError as exc:
                 await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
             await self.send({"type": "agent_settled", "aborted": self._abort_requested})

@@ -95,7 +95,9 @@ def run_durable(
 
 def add_sessions_parser(commands: Any) -> None:
     """Register the ``sessions`` command on the ``pi-trio`` subparsers."""
-    sessions = commands.add_parser("sessions", help="list, show or export durable sessions")
+    sessions = commands.add_parser(
+        "sessions", help="list, show or export durable sessions; decide about waiting tool calls"
+    )
     _store_option(sessions)
     actions = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="one line per session")
@@ -122,6 +124,14 @@ def add_sessions_parser(commands: Any) -> None:
     )
     imported.add_argument("file", metavar="FILE")
     imported.add_argument("--id", metavar="ID", help="the session's id (default: the file's own)")
+    pending = actions.add_parser("pending", help="the tool calls that wait for a decision")
+    pending.add_argument("session_id", metavar="ID", nargs="?", help="only this session's")
+    for name, what in (("approve", "run it"), ("deny", "refuse it")):
+        decide = actions.add_parser(name, help=f"decide about a tool call that waits: {what}")
+        decide.add_argument("session_id", metavar="ID")
+        decide.add_argument("call_id", metavar="CALL")
+        if name == "deny":
+            decide.add_argument("--reason", default="", help="why (the model reads it)")
 
 
 def _when(ms: int) -> str:
@@ -151,8 +161,11 @@ def _summary(kind: str, data: Any) -> str:
         return f"{data.get('role')} {extra} {_text_of(data)}".replace("\n", " ")
     if kind == "queued":
         return f"{data.get('queue')}: {_text_of(data.get('message'))}"
-    if kind in ("tool_intent", "tool_result"):
+    if kind in ("tool_intent", "tool_result", "approval"):
         return f"{data.get('toolName')} {data.get('toolCallId')}"
+    if kind == "decision":
+        verdict = "approved" if data.get("approved") else f"denied {data.get('reason', '')}"
+        return f"{data.get('toolCallId')} {verdict}"
     if kind == "state":
         model = data.get("model") or {}
         return f"{model.get('provider')}/{model.get('id')} thinking={data.get('thinkingLevel')}"
@@ -183,6 +196,9 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
                     file=out,
                 )
             return 0
+        if args.action in ("pending", "approve", "deny"):
+            await _approvals(store, args, out)
+            return 0
         if args.action == "import":
             session_id = await store.import_pi_session(args.file, session_id=args.id)
             print(f"imported {args.file} as session {session_id}", file=out)
@@ -204,6 +220,25 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
                     file=out,
                 )
     return 0
+
+
+async def _approvals(store: Any, args: argparse.Namespace, out: TextIO) -> None:
+    """``pending``: one line per waiting call; ``approve``/``deny``: a decision (the session's
+    holder, or its next one, continues once every waiting call is decided)."""
+    if args.action == "pending":
+        for session_id, call in await store.pending_approvals(args.session_id):
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            print(f"{session_id}\t{call.id}\t{call.name}({arguments})", file=out)
+        return
+    try:
+        if args.action == "approve":
+            await store.approve(args.session_id, args.call_id)
+        else:
+            await store.deny(args.session_id, args.call_id, args.reason)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    verb = "approved" if args.action == "approve" else "denied"
+    print(f"{verb} {args.call_id} in session {args.session_id}", file=out)
 
 
 async def _export_pi(store: Any, args: argparse.Namespace, out: TextIO) -> None:

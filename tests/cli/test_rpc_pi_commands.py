@@ -102,7 +102,8 @@ def test_every_command_of_pi_1_6_is_known() -> None:
         "get_messages",
         "get_commands",
     }  # fmt: skip  (rpc-types.d.ts's RpcCommand)
-    assert set(COMMANDS) == pi_commands
+    pi_trio_commands = {"approve", "deny"}  # decisions about tool calls that wait
+    assert set(COMMANDS) == pi_commands | pi_trio_commands
 
 
 async def test_an_extension_ui_response_gets_no_reply(client: JsonLinesClient) -> None:
