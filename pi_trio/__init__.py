@@ -129,6 +129,7 @@ from .providers import (
     register_api,
     stream_simple,
 )
+from .subagents import subagent_tool
 from .system_messages import collapse_system_messages, current_system
 from .tools import (
     AfterToolCallContext,
@@ -276,6 +277,7 @@ __all__ = [
     "sessions",
     "stream_proxy",
     "stream_simple",
+    "subagent_tool",
     "testing",
     "to_json",
     "tool",
