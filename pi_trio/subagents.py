@@ -10,7 +10,8 @@ text. What Trio makes structural:
   from its caller's scope does) and no task of it is left when the tool's call is over.
 - **Events.** Every child event reaches the parent's subscribers, in order, as a
   ``tool_execution_update`` of the parent's call whose ``partial_result.details`` is
-  ``{"subagent": {"depth": d, "event": <the child event's pi JSON>}}`` (``content`` empty).
+  ``{"subagent": {"depth": d, "event": <the child event's pi JSON>}}`` (``content`` empty);
+  a ``message_update`` is forwarded without its partial message (see :func:`_update_json`).
   ``d`` is 1 for a child; a grandchild's events arrive inside its parent's
   ``tool_execution_update`` events with depth 2, and so on: the nesting is the tree.
 - **Usage and budgets.** The result's ``usage`` is everything the child spent for this call
@@ -58,7 +59,20 @@ import attrs
 
 from ._callbacks import exception_text
 from .agent import Agent
-from .events import AgentEvent, ToolResult
+from .events import (
+    AgentEvent,
+    MessageUpdate,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
 from .messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, Usage
 from .messages import UsageCost, UserMessage
 from .tools import AgentTool, OnUpdate
@@ -180,7 +194,8 @@ async def _run_child(
     from .wire import to_json  # the wire layer loads on first use
 
     async def forward(event: AgentEvent) -> None:
-        details = {"subagent": {"depth": depth, "event": to_json(event)}}
+        shown = _update_json(event, to_json) if isinstance(event, MessageUpdate) else None
+        details = {"subagent": {"depth": depth, "event": shown or to_json(event)}}
         await on_update(ToolResult([], details=details))
 
     start = _task_index(child.state.messages, task) if resume else None
@@ -198,6 +213,25 @@ async def _run_child(
     finally:
         unsubscribe()
     return _result(name, child, child.state.messages[start:], depth)
+
+
+def _update_json(event: MessageUpdate, to_json: Callable[[Any], Any]) -> dict[str, Any]:
+    """A child's ``message_update`` as forwarded: pi's JSON without the partial message (pi's
+    has it twice, so forwarding a long streamed answer would cost O(length) per delta):
+    ``{"type": "message_update", "assistantMessageEvent": {"type", "contentIndex", and
+    "delta", "content" or "toolCall"}}``. ``message_start``/``message_end`` carry the whole
+    message."""
+    inner = event.assistant_message_event
+    shown: dict[str, Any] = {"type": inner.type}
+    if isinstance(inner, TextStart | ThinkingStart | ToolCallStart):
+        shown["contentIndex"] = inner.content_index
+    elif isinstance(inner, TextDelta | ThinkingDelta | ToolCallDelta):
+        shown["contentIndex"], shown["delta"] = inner.content_index, inner.delta
+    elif isinstance(inner, TextEnd | ThinkingEnd):
+        shown["contentIndex"], shown["content"] = inner.content_index, inner.content
+    elif isinstance(inner, ToolCallEnd):
+        shown["contentIndex"], shown["toolCall"] = inner.content_index, to_json(inner.tool_call)
+    return {"type": "message_update", "assistantMessageEvent": shown}
 
 
 def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) -> ToolResult:

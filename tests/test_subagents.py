@@ -55,9 +55,18 @@ class Children:
         agent = make_agent(list(self.scripts()), tools=self.tools)
         self.made.append(agent)
         seen: list[dict[str, Any]] = []
-        agent.subscribe(lambda event: seen.append(pt.to_json(event)))  # as delivered
+        agent.subscribe(lambda event: seen.append(as_forwarded(pt.to_json(event))))
         self.events.append(seen)
         return agent
+
+
+def as_forwarded(event_json: dict[str, Any]) -> dict[str, Any]:
+    """A child event's pi JSON (taken when it was delivered) as the parent gets it: a
+    message_update without its partial message (twice in pi's JSON)."""
+    if event_json["type"] != "message_update":
+        return event_json
+    inner = {k: v for k, v in event_json["assistantMessageEvent"].items() if k != "partial"}
+    return {"type": "message_update", "assistantMessageEvent": inner}
 
 
 def answering(text: str = "child answer") -> Callable[[], list[faux.FauxResponse]]:
