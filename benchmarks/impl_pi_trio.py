@@ -1,6 +1,6 @@
 """pi_trio's side of the benchmarks: :func:`run_scenario` hands each scenario to the module
-that runs it (S1-S7 :mod:`.impl_memory`, S7h :mod:`._s7_http`, S7s :mod:`.impl_subagents`, S1d/S5d/S8 :mod:`.impl_sessions`,
-S9 :mod:`.impl_serve`, S10 :mod:`.impl_compaction`)."""
+that runs it (S1-S7 :mod:`.impl_memory`, S7h :mod:`._s7_http`, S7s :mod:`.impl_subagents`,
+S1d/S5d/S8 :mod:`.impl_sessions`, S9 :mod:`.impl_serve`, S10 :mod:`.impl_compaction`)."""
 
 from __future__ import annotations
 

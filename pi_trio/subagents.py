@@ -27,14 +27,12 @@ text. What Trio makes structural:
 
 **Durable children.** ``agent_factory`` may return an async context manager yielding the agent,
 such as ``store.open_agent(f"{parent_session}/{tool_call_id}", ...)`` (a session id of its own
-per call): the child's session is then logged as it runs. The tool declares ``replay="safe"``, so when the parent's process dies
-mid-child, resuming the parent session re-runs this call instead of giving it an "outcome
-unknown" result; the re-run calls ``agent_factory`` again with the same call id, which re-opens
-the same child session (its own repair closes its interrupted run: its tools follow their own
-``replay`` policies), and then continues it:
-
-(A child from a context manager whose transcript has no user message with the task's text is
-simply prompted with it.)
+per call): the child's session is then logged as it runs. The tool declares
+``replay="safe"``, so when the parent's process dies mid-child, resuming the parent session
+re-runs this call instead of giving it an "outcome unknown" result. The re-run calls
+``agent_factory`` again with the same call id, which re-opens the same child session (its own
+repair closes its interrupted run; its tools follow their own ``replay`` policies), and then
+goes on from the task's prompt in its transcript:
 
 - a child whose transcript already ends with its answer (it finished, the parent's log did
   not get the result) gives that answer again, without a model call;
@@ -42,6 +40,9 @@ simply prompted with it.)
   (``continue_()``);
 - a child whose transcript ends with an interrupted (aborted or failed) answer is prompted with
   :data:`RESUME_TEXT`.
+
+A child from a context manager whose transcript has no user message with the task's text is
+simply prompted with it.
 
 Only with a child factory that returns a fresh in-memory ``pt.Agent`` does the re-run start
 the child over from its task (its tools run again): pass ``replay="never"`` for such a child
@@ -73,12 +74,19 @@ from .events import (
     ToolCallStart,
     ToolResult,
 )
-from .messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, Usage
-from .messages import UsageCost, UserMessage
+from .messages import (
+    AgentMessage,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from .tools import AgentTool, OnUpdate
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "MAX_DEPTH_LIMIT",
     "RESUME_TEXT",
     "TASK_PARAMETERS",
     "AgentFactory",
@@ -87,6 +95,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_DEPTH = 4
+MAX_DEPTH_LIMIT = 12
+"""The deepest nesting allowed: each level nests the forwarded events 4 JSON levels deeper,
+and pi_trio's wire format refuses JSON nested deeper than 64."""
 RESUME_TEXT = "Your previous run of this task was interrupted. Continue the task."
 """The prompt a resumed durable child gets when its run was interrupted mid-answer."""
 
@@ -139,10 +150,13 @@ def subagent_tool(
         replay: the tool's ``replay`` for durable sessions (see the module documentation).
 
     Raises:
-        ValueError: ``max_depth`` is below 1.
+        ValueError: ``max_depth`` is below 1 or above :data:`MAX_DEPTH_LIMIT`.
     """
-    if max_depth < 1:
-        raise ValueError(f"subagent_tool {name!r}: max_depth must be >= 1, got {max_depth!r}")
+    if not 1 <= max_depth <= MAX_DEPTH_LIMIT:
+        raise ValueError(
+            f"subagent_tool {name!r}: max_depth must be 1 to {MAX_DEPTH_LIMIT} (deeper "
+            f"forwarded events would exceed the wire format's nesting limit), got {max_depth!r}"
+        )
     read_task = task_of if task_of is not None else _task_field
 
     async def execute(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
@@ -263,8 +277,8 @@ def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) ->
 def total_usage(messages: Sequence[AgentMessage]) -> Usage:
     """What ``messages`` spent: every assistant message's usage plus what tool results report
     (a nested sub-agent's total)."""
-    tokens = [0, 0, 0, 0, 0]
-    cost = [0.0, 0.0, 0.0, 0.0, 0.0]
+    total = Usage()
+    cost = total.cost
     for message in messages:
         if isinstance(message, AssistantMessage):
             usage: Usage | None = message.usage
@@ -274,16 +288,18 @@ def total_usage(messages: Sequence[AgentMessage]) -> Usage:
             continue
         if usage is None:
             continue
-        for i, value in enumerate(
-            (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens)
-        ):
-            tokens[i] += value
+        total.input += usage.input
+        total.output += usage.output
+        total.cache_read += usage.cache_read
+        total.cache_write += usage.cache_write
+        total.total_tokens += usage.total_tokens
         spent = usage.cost
-        for i, amount in enumerate(
-            (spent.input, spent.output, spent.cache_read, spent.cache_write, spent.total)
-        ):
-            cost[i] += amount
-    return Usage(*tokens, cost=UsageCost(*cost))
+        cost.input += spent.input
+        cost.output += spent.output
+        cost.cache_read += spent.cache_read
+        cost.cache_write += spent.cache_write
+        cost.total += spent.total
+    return total
 
 
 def _answered(messages: Sequence[AgentMessage]) -> bool:
@@ -330,6 +346,4 @@ def _task_field(params: Any) -> str:
 
 
 def _failure(text: str, depth: int) -> ToolResult:
-    return ToolResult(
-        [TextContent(text)], details={"subagent": {"depth": depth}}, is_error=True
-    )
+    return ToolResult([TextContent(text)], details={"subagent": {"depth": depth}}, is_error=True)

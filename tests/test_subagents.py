@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -238,6 +239,30 @@ async def test_past_the_depth_limit_the_call_is_an_error_and_no_agent_is_made() 
     assert tool_results(parent.state.messages) == [("call_1", "up", False)]
 
 
+async def test_the_depth_is_counted_per_call_in_a_parallel_batch() -> None:
+    grandchildren = Children(answering("g"))
+    children = Children(
+        lambda: [calls(("research", {"task": "g"})), faux.assistant_message("c")],
+        tools=(research(grandchildren, max_depth=2),),
+    )
+    parent = parent_of(
+        research(children, max_depth=2),
+        calls(("research", {"task": "a"}), ("research", {"task": "b"})),
+        faux.assistant_message("ok"),
+    )
+    await parent.prompt("go")
+    assert len(grandchildren.made) == 2  # each child at depth 1, each grandchild at depth 2
+    assert tool_results(parent.state.messages) == [("call_1", "c", False), ("call_2", "c", False)]
+    assert pt.subagents.subagent_depth() == 0
+
+
+def test_a_depth_limit_out_of_range_is_refused_where_the_tool_is_made() -> None:
+    children = Children(answering())
+    for wrong in (0, pt.subagents.MAX_DEPTH_LIMIT + 1):
+        with pytest.raises(ValueError, match="max_depth must be 1 to 12"):
+            research(children, max_depth=wrong)
+
+
 async def test_a_failing_child_is_the_call_s_error_result_and_the_parent_goes_on() -> None:
     def broken(tool_call_id: str, params: Any) -> pt.Agent:
         raise RuntimeError("no child today")
@@ -315,3 +340,28 @@ async def test_a_child_stops_once_it_has_spent_the_parent_s_remaining_tokens() -
     assert parent.state.error_message is not None
     assert "max_total_tokens=200 reached (250 used)" in parent.state.error_message
     assert parent.state.messages[-1] is result
+
+
+async def test_children_side_by_side_share_the_parent_s_remainder() -> None:
+    children = Children(
+        lambda: [
+            faux.assistant_message([faux.tool_call("echo", {"text": "x"})], usage=spending(60))
+            for _ in range(10)
+        ]
+    )
+    parent = parent_of(
+        research(children),
+        calls(("research", {"task": "a"}), ("research", {"task": "b"})),
+        faux.assistant_message("never reached"),
+        max_total_tokens=200,
+    )
+    await parent.prompt("go")
+    turns = [
+        len([m for m in child.state.messages if isinstance(m, pt.AssistantMessage)])
+        for child in children.made
+    ]
+    # alone, each would run 4 turns (240 tokens); sharing 200, they stop once the sum passes
+    # it, each after the turn it had in flight (budgets are checked between turns)
+    assert max(turns) < 4 and sum(turns) <= 4 + 1
+    used = 60 * sum(turns)
+    assert f"max_total_tokens=200 reached ({used} used)" in (parent.state.error_message or "")
