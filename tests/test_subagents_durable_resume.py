@@ -51,11 +51,10 @@ async def test_an_abort_closes_the_durable_child_s_session_in_the_aborted_shape(
         sleeping = trio.Event()
 
         def watch(event: pt.AgentEvent) -> None:
-            if isinstance(event, pt.ToolExecutionUpdate):
-                if event.partial_result.details["subagent"]["event"]["type"] == (
-                    "tool_execution_start"
-                ):
-                    sleeping.set()
+            if not isinstance(event, pt.ToolExecutionUpdate):
+                return
+            if event.partial_result.details["subagent"]["event"]["type"] == "tool_execution_start":
+                sleeping.set()
 
         parent.subscribe(watch)
         async with trio.open_nursery() as nursery:
