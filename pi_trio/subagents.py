@@ -17,8 +17,8 @@ text. What Trio makes structural:
 - **Usage and budgets.** The result's ``usage`` is everything the child spent for this call
   (its model responses and its own tools' reported usage, grandchildren included), which the
   parent's ``max_total_tokens``/``max_cost`` count; while the child runs, the parent's
-  remaining budget bounds it (see :mod:`pi_trio.agent._budgets`: sibling children draw on the
-  same remainder, and a child ends after the turn that exhausts it).
+  remaining budget bounds it (sibling children draw on the same remainder, and a child ends
+  after the turn that exhausts it).
 - **Safety.** Past ``max_depth`` nested sub-agents (default 4, counted per task through a
   context variable that the tool batch's tasks inherit), the call is an error result and no
   agent is made. Whatever goes wrong in the child (its factory raises, its model fails, it is
@@ -208,8 +208,7 @@ async def _run_child(
     from .wire import to_json  # the wire layer loads on first use
 
     async def forward(event: AgentEvent) -> None:
-        shown = _update_json(event, to_json) if isinstance(event, MessageUpdate) else None
-        details = {"subagent": {"depth": depth, "event": shown or to_json(event)}}
+        details = {"subagent": {"depth": depth, "event": _event_json(event, to_json)}}
         await on_update(ToolResult([], details=details))
 
     start = _task_index(child.state.messages, task) if resume else None
@@ -227,6 +226,19 @@ async def _run_child(
     finally:
         unsubscribe()
     return _result(name, child, child.state.messages[start:], depth)
+
+
+def _event_json(event: AgentEvent, to_json: Callable[[Any], Any]) -> dict[str, Any]:
+    """A child event as forwarded: its pi JSON (a ``message_update`` trimmed); an event the
+    wire format cannot write (none today) is forwarded as its type alone rather than ending
+    the child's run."""
+    if isinstance(event, MessageUpdate):
+        return _update_json(event, to_json)
+    try:
+        shown: dict[str, Any] = to_json(event)
+    except Exception:
+        return {"type": event.type}
+    return shown
 
 
 def _update_json(event: MessageUpdate, to_json: Callable[[Any], Any]) -> dict[str, Any]:
