@@ -161,6 +161,24 @@ SCENARIOS: tuple[Scenario, ...] = (
         impls=("pi_trio",),
         max_reps=3,
     ),
+    # round 3: sub-agents (issue 36): S7 with every tool call a sub-agent (two levels)
+    Scenario(
+        "S7s",
+        "cancel-stress-subagents",
+        "S7 with every tool call a sub-agent that makes S7's sleep call (1,000 runs)",
+        {"runs": 1000},
+        {"runs": 50},
+        (
+            Figure("runs_per_s", "runs/s", "higher", digits=0),
+            Figure("abort_idle_median_us", "abort->idle median µs", "lower", digits=0),
+            Figure("abort_idle_p99_us", "abort->idle p99 µs", "lower", digits=0),
+            Figure("abort_idle_p99_cpu_us", "abort->idle p99 CPU µs", "lower", digits=0),
+            Figure("mid_run_aborts", "aborts that landed mid-run", "higher", digits=0, ratio=False),
+        ),
+        _ABORT_CHECKS,
+        impls=("pi_trio",),
+        max_reps=3,
+    ),
     # round 2: bounded fan-out (issue 16): S2 with max_parallel_tools=50, expected ~1000/50 x 10 ms
     Scenario(
         "S2b",

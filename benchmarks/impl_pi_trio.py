@@ -1,6 +1,6 @@
 """pi_trio's side of the benchmarks: :func:`run_scenario` hands each scenario to the module
-that runs it (S1-S7 :mod:`.impl_memory`, S7h :mod:`._s7_http`, S1d/S5d/S8 :mod:`.impl_sessions`,
-S9 :mod:`.impl_serve`, S10 :mod:`.impl_compaction`)."""
+that runs it (S1-S7 :mod:`.impl_memory`, S7h :mod:`._s7_http`, S7s :mod:`.impl_subagents`,
+S1d/S5d/S8 :mod:`.impl_sessions`, S9 :mod:`.impl_serve`, S10 :mod:`.impl_compaction`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         from ._s7_http import s7_http
 
         result = trio.run(lambda: s7_http(**params))
+    elif scenario == "S7s":
+        from .impl_subagents import s7s_subagents
+
+        result = trio.run(lambda: s7s_subagents(**params))
     elif scenario == "S10":
         from .impl_compaction import s10_compaction
 

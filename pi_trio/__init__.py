@@ -130,6 +130,7 @@ from .providers import (
     register_api,
     stream_simple,
 )
+from .subagents import subagent_tool
 from .system_messages import collapse_system_messages, current_system
 from .tools import (
     AfterToolCallContext,
@@ -282,6 +283,7 @@ __all__ = [
     "sessions",
     "stream_proxy",
     "stream_simple",
+    "subagent_tool",
     "testing",
     "to_json",
     "tool",

@@ -29,6 +29,7 @@ TINY: dict[str, dict[str, Any]] = {
     "S6": {"deltas": 200},
     "S7": {"runs": 30},
     "S7h": {"runs": 8},
+    "S7s": {"runs": 20},
     "S10": {"turns": 100},
 }
 IMPLS = {"pi_trio": impl_pi_trio, "floor": impl_floor}

@@ -39,6 +39,7 @@ from ..models import Model
 from ..providers import StreamFn, StreamOptions
 from ..tools import AfterToolCall, AgentContext, BeforeToolCall
 from ._approvals import Approvals, undecided_text
+from ._budgets import Spending, spending_during
 from ._compact import compact_now
 from ._delivery import Delivery, Listener
 from ._inbox import QueueMode
@@ -403,21 +404,22 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         decisions: bool = False,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        config, scope, context = self._begin_run(skip_initial_steering_poll, task_status)
+        config, scope, context, spending = self._begin_run(skip_initial_steering_poll, task_status)
         if decisions:  # the waiting calls run first, with the decisions made about them
             config = attrs.evolve(config, tool_decisions=self._state.tool_decisions)
         try:
-            await run_loop(prompts, context, config, self._delivery, cancel_scope=scope)
+            with spending_during(spending):  # what nested runs (sub-agents) are bounded by
+                await run_loop(prompts, context, config, self._delivery, cancel_scope=scope)
         finally:
             await self._end_run()
 
     def _begin_run(
         self, skip_initial_steering_poll: bool, task_status: trio.TaskStatus[None]
-    ) -> tuple[AgentLoopConfig, trio.CancelScope, AgentContext]:
+    ) -> tuple[AgentLoopConfig, trio.CancelScope, AgentContext, Spending | None]:
         """Make this agent the running one; the config, the run's cancel scope (``abort()``
-        cancels it) and the context the loop runs on."""
+        cancels it), the context (the loop appends to ``state.messages`` itself), the spending."""
         state = self._state
-        config = loop_config(
+        config, spending = loop_config(
             self._settings,
             state,
             self._queues,
@@ -430,8 +432,8 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         task_status.started()
         state.begin_run()
         self._delivery.begin_run()
-        # one transcript: the loop appends to state.messages itself, at each message_end
-        return config, scope, AgentContext(state.system_prompt, state.messages, list(state.tools))
+        context = AgentContext(state.system_prompt, state.messages, list(state.tools))
+        return config, scope, context, spending
 
     async def _end_run(self) -> None:
         """Make this agent idle again, however the run ended. The transcript is complete even

@@ -26,7 +26,7 @@ async def compact_now(
     """Compact ``state.messages`` in place inside ``scope`` (which ``abort()`` cancels: then
     None, the transcript unchanged); the events go to the agent's subscribers and recorder.
     A caller's cancellation propagates, the transcript unchanged."""
-    config = loop_config(
+    config, _ = loop_config(
         settings,
         state,
         Queues(delivery),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from ..loop import AgentLoopConfig
-from ._budgets import Budgets
+from ._budgets import Budgets, Spending
 from ._delivery import Delivery
 from ._queues import Queues
 from ._settings import AgentSettings
@@ -21,24 +21,27 @@ def loop_config(
     delivery: Delivery,
     *,
     skip_first_steering_poll: bool,
-) -> AgentLoopConfig:
+) -> tuple[AgentLoopConfig, Spending | None]:
     """What an agent's next run is configured with: its settings' hooks, its queues' pollers
     (the first steering poll skipped when ``continue_()`` took its prompt from that queue), its
     budgets, the state's model, and the stream options with ``reasoning`` (from the state's
-    thinking level) and ``session_id`` filled in."""
+    thinking level) and ``session_id`` filled in; and the run's :class:`Spending` (None when
+    neither it nor an enclosing run counts tokens or cost), to make current while it runs."""
     get_steering, get_follow_ups = queues.pollers(skip_first_steering_poll=skip_first_steering_poll)
     should_stop, finish_turn = settings.should_stop_after_turn, settings.finish_turn
     budgets = Budgets.of(settings)
+    spending = None
     if budgets is not None:
+        spending = budgets.spending()
         should_stop, finish_turn = budgets.hooks(
-            should_stop, finish_turn, state, delivery, queues.any_queued
+            should_stop, finish_turn, state, delivery, queues.any_queued, spending
         )
     options = settings.stream_options
     reasoning = None if state.thinking_level == "off" else state.thinking_level
     session_id = options.session_id or settings.session_id
     if options.reasoning != reasoning or options.session_id != session_id:
         options = attrs.evolve(options, reasoning=reasoning, session_id=session_id)
-    return AgentLoopConfig(
+    config = AgentLoopConfig(
         model=state.model,
         convert_to_llm=settings.convert_to_llm,
         transform_context=settings.transform_context,
@@ -64,3 +67,4 @@ def loop_config(
         prepare_next_turn=settings.prepare_next_turn,
         compaction=settings.compaction,
     )
+    return config, spending

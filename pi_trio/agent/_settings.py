@@ -77,7 +77,9 @@ class AgentSettings:
     ``max_turns``, ``max_tool_calls``, ``max_total_tokens`` and ``max_cost`` (dollars) are
     per-run budgets: when one is reached the run ends after that turn (never mid-tool),
     ``state.error_message`` says which, and ``events()`` channels get a
-    :class:`pt.BudgetReached`; the summaries ``compaction`` makes count toward the last two.
+    :class:`pt.BudgetReached`; the summaries ``compaction`` makes, and what tools report they
+    spent (``ToolResult.usage``: a sub-agent's total), count toward the last two, and a run
+    nested in a tool (a sub-agent) also ends once an enclosing run's last two are used up.
     ``compaction``: a :class:`pt.Compaction` to summarise the transcript's older messages when
     it nears the model's context window (None: never, as pi 0.73.1).
 
