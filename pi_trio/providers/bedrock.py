@@ -195,9 +195,10 @@ def _thinking_fields(model: Model, options: StreamOptions) -> dict[str, Any] | N
     level = options.reasoning
     if not level or not model.reasoning or not _is_claude(model):
         return None
-    gov = (os.environ.get("AWS_REGION") or "").lower().startswith(
-        "us-gov-"
-    ) or model.id.lower().startswith(("us-gov.", "arn:aws-us-gov:"))
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    gov = region.lower().startswith("us-gov-") or model.id.lower().startswith(
+        ("us-gov.", "arn:aws-us-gov:")
+    )
     display = {} if gov else {"display": "summarized"}
     if _adaptive(model):
         effort = {"minimal": "low", "low": "low", "medium": "medium"}.get(level, "high")

@@ -162,7 +162,8 @@ async def prepare_request(model: Model, context: Context, options: StreamOptions
     key = _api_key(options)
     request = build_request(model, context, options, key or "")
     if key is not None:
-        return attrs.evolve(request, url=vertex_url(model, project=None, location=None))
+        url = vertex_url(model, project=None, location=None)
+        return attrs.evolve(request, url=url, secrets=(key,))  # masked, also from the env
     project, location = _project_and_location()
     token = await trio.to_thread.run_sync(_sync_token, abandon_on_cancel=True)
     headers = {**request.headers, "authorization": f"Bearer {token}"}

@@ -361,3 +361,44 @@ def test_the_standard_endpoint_follows_the_configured_region(monkeypatch) -> Non
     assert _region_and_endpoint("https://bedrock-runtime.ap-south-1.amazonaws.com", None)[0] == (
         "ap-south-1"
     )
+
+
+async def test_agent_runs_a_tool_through_bedrock(server, client) -> None:
+    """The recorded tool call, the tool run by the agent, the result sent back, the answer."""
+    server.script(BEDROCK_PATH, body(TOOL), body(TEXT))
+
+    async def temperature(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+        return pt.ToolResult([pt.TextContent(f"30 C in {params['city']}")])
+
+    tool = pt.AgentTool(
+        WEATHER.name, WEATHER.name, WEATHER.description, WEATHER.parameters, temperature
+    )
+    state = pt.AgentState(system_prompt="Be brief.", model=bedrock_model(server.url), tools=[tool])
+    agent = pt.Agent(state, stream_options=pt.StreamOptions(http_client=client))
+    await agent.prompt("Temperature in the capital of France?")
+    assert [m.role for m in agent.state.messages] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
+    second = server.requests[1].json()["messages"]
+    assert second[-1]["content"][0]["toolResult"] == {
+        "toolUseId": "tooluse_lAG_zP8QRHmSYOwZzzaCqA",
+        "content": [{"text": "30 C in Paris"}],
+        "status": "success",
+    }
+    assert agent.state.error_message is None
+
+
+def test_registry_models_and_environment_credentials(monkeypatch) -> None:
+    model = pt.get_model("amazon-bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert (model.api, model.base_url) == (
+        "bedrock-converse-stream",
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    assert pt.get_env_api_key("amazon-bedrock") == "<authenticated>"  # pi-ai's answer
+    set_aws_env(monkeypatch)
+    assert pt.get_env_api_key("amazon-bedrock") is None
+    set_aws_env(monkeypatch, AWS_PROFILE="dev")
+    assert pt.get_env_api_key("amazon-bedrock") == "<authenticated>"

@@ -271,3 +271,27 @@ async def test_cancel_mid_stream_leaks_nothing(server, client, adc) -> None:
                     scope.cancel(reason="the test stops at the first delta")
     assert scope.cancelled_caught and seen[-1] == "text_delta"
     assert pool_in_use(client) == 0
+
+
+def test_registry_models_and_environment_credentials(tmp_path, monkeypatch) -> None:
+    model = pt.get_model("google-vertex", "gemini-2.5-pro")
+    assert (model.api, model.base_url) == (
+        "google-vertex",
+        "https://{location}-aiplatform.googleapis.com",
+    )
+    assert pt.get_env_api_key("google-vertex") is None  # no ADC file (HOME is empty)
+    adc = tmp_path / "adc.json"
+    adc.write_text("{}")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    assert pt.get_env_api_key("google-vertex") == "<authenticated>"  # file, project, location
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", "AIza-express")
+    assert pt.get_env_api_key("google-vertex") == "AIza-express"
+
+
+async def test_an_api_key_from_the_environment_is_masked_too(server, client, monkeypatch) -> None:
+    key = "AIza-vertex-express-KEY-0123"
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", key)
+    server.script(f"/vertex/v1{MODEL_PATH}", Status(400, {"error": {"message": f"bad {key}"}}))
+    options = pt.StreamOptions(http_client=client)
+    message = final(await collect(vertex_model(server.url + "/vertex"), options))
+    assert message.error_message == "HTTP 400 Bad Request: bad ***"
