@@ -295,3 +295,24 @@ async def test_an_api_key_from_the_environment_is_masked_too(server, client, mon
     options = pt.StreamOptions(http_client=client)
     message = final(await collect(vertex_model(server.url + "/vertex"), options))
     assert message.error_message == "HTTP 400 Bad Request: bad ***"
+
+
+async def test_cancel_while_the_token_is_being_fetched(server, client, adc) -> None:
+    """The worker thread is abandoned: the caller's cancellation is prompt, nothing is sent."""
+    server.script("/token", NeverAnswer())
+    seen: list[str] = []
+
+    async def consume() -> None:
+        options = pt.StreamOptions(http_client=client)
+        ctx = pt.Context(messages=[pt.UserMessage("Hi")])
+        async with pt.stream_simple(model_at(server), ctx, options) as events:
+            async for e in events:
+                seen.append(e.type)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        while not server.requests:  # the thread reached the token endpoint
+            await trio.sleep(0.01)
+        nursery.cancel_scope.cancel(reason="the test cancels during the token fetch")
+    assert seen == []
+    assert [r.path for r in server.requests] == ["/token"]
