@@ -311,7 +311,8 @@ async def test_cancel_while_the_token_is_being_fetched(server, client, adc) -> N
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(consume)
-        while not server.requests:  # the thread reached the token endpoint
+        # the worker thread reached the token endpoint (the server has no arrival event)
+        while not server.requests:  # noqa: ASYNC110
             await trio.sleep(0.01)
         nursery.cancel_scope.cancel(reason="the test cancels during the token fetch")
     assert seen == []
