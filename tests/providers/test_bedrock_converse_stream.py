@@ -402,3 +402,33 @@ def test_registry_models_and_environment_credentials(monkeypatch) -> None:
     assert pt.get_env_api_key("amazon-bedrock") is None
     set_aws_env(monkeypatch, AWS_PROFILE="dev")
     assert pt.get_env_api_key("amazon-bedrock") == "<authenticated>"
+
+
+async def test_the_signature_matches_the_request_as_it_arrived(server, client) -> None:
+    """What AWS checks: the signature recomputed from the request the server received (the
+    path as sent, %3A included, the Host header httpx wrote, the body bytes) is the one sent.
+    A request changed after signing (re-encoded path, another host, re-serialized body)
+    would be refused by Bedrock with 403 SignatureDoesNotMatch."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    server.script(BEDROCK_PATH, body(TEXT))
+    await run(server, client)
+    received = server.requests[0]
+    authorization = received.headers["authorization"]
+    signed_names = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    request = AWSRequest(
+        method="POST",
+        url=f"http://{received.headers['host']}{received.path}",
+        data=received.body,
+        headers={name: received.headers[name] for name in signed_names},
+    )
+    request.context["timestamp"] = received.headers["x-amz-date"]
+    signer = SigV4Auth(
+        Credentials(AWS_ACCESS_KEY, AWS_SECRET, AWS_SESSION_TOKEN), "bedrock", "eu-west-3"
+    )
+    canonical = signer.canonical_request(request)
+    expected = signer.signature(signer.string_to_sign(request, canonical), request)
+    assert authorization.endswith(f"Signature={expected}")
+    assert received.path == BEDROCK_PATH
