@@ -25,6 +25,7 @@ import functools
 import json
 import os
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -95,13 +96,45 @@ def _region_and_endpoint(base_url: str, profile_region: str | None) -> tuple[str
     return region, f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
+_CHAIN_VARIABLES = (  # what botocore's chain reads from the environment
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+)
+_chains_lock = threading.Lock()
+_chains: dict[tuple[str | None, ...], tuple[Any, str | None]] = {}
+
+
 def _sync_credentials() -> tuple[Any, str | None]:
-    """botocore's credential chain and the profile's region (blocking: a worker thread)."""
-    session = _botocore().Session()
-    credentials = session.get_credentials()
+    """botocore's credential chain and the profile's region (blocking: a worker thread).
+
+    The chain found is kept per process for the same environment: botocore's refreshable
+    credentials (roles, SSO, ``credential_process``) renew themselves shortly before they
+    expire, so a request does not assume a role or call a metadata service each time. A
+    chain that found nothing is not kept (credentials configured later are seen)."""
+    key = tuple(os.environ.get(name) for name in _CHAIN_VARIABLES)
+    with _chains_lock:
+        found = _chains.get(key)
+        if found is None:
+            session = _botocore().Session()
+            region = session.get_config_variable("region")
+            found = (session.get_credentials(), region if isinstance(region, str) else None)
+            if found[0] is not None:
+                _chains[key] = found
+    credentials, region = found
     frozen = None if credentials is None else credentials.get_frozen_credentials()
-    region = session.get_config_variable("region")
-    return frozen, region if isinstance(region, str) and region else None
+    return frozen, region or None
 
 
 async def resolve_auth(base_url: str, api_key: str | None) -> AwsAuth:

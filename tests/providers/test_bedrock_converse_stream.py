@@ -432,3 +432,32 @@ async def test_the_signature_matches_the_request_as_it_arrived(server, client) -
     expected = signer.signature(signer.string_to_sign(request, canonical), request)
     assert authorization.endswith(f"Signature={expected}")
     assert received.path == BEDROCK_PATH
+
+
+async def test_a_profile_is_read_once_and_its_credentials_kept(
+    server, client, tmp_path, monkeypatch
+):
+    """AWS_PROFILE with a real ``credential_process`` (a script counting its runs): the
+    credentials sign the request, and a second request reuses them (botocore refreshes
+    them itself before they expire) instead of running the process again."""
+    runs = tmp_path / "runs"
+    script = tmp_path / "creds.py"
+    script.write_text(
+        "import json, pathlib\n"
+        f"p = pathlib.Path({str(runs)!r})\n"
+        "p.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
+        f"print(json.dumps({{'Version': 1, 'AccessKeyId': 'AKIDPROFILE', "
+        f"'SecretAccessKey': {AWS_SECRET!r}, 'Expiration': '2999-01-01T00:00:00Z'}}))\n"
+    )
+    config = tmp_path / "config"
+    config.write_text(
+        f"[profile dev]\nregion = ap-south-1\ncredential_process = {sys.executable} {script}\n"
+    )
+    set_aws_env(monkeypatch, AWS_PROFILE="dev")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    server.script(BEDROCK_PATH, body(TEXT))
+    assert final(await run(server, client)).stop_reason == "stop"
+    assert final(await run(server, client)).stop_reason == "stop"
+    auth = server.requests[0].headers["authorization"]
+    assert "Credential=AKIDPROFILE/" in auth and "/ap-south-1/bedrock/" in auth  # the profile's
+    assert runs.read_text() == "x"
