@@ -10,7 +10,8 @@ Credentials, as pi-ai 0.73.1 takes them: a Bedrock bearer token (``StreamOptions
 or ``AWS_BEARER_TOKEN_BEDROCK``, sent as ``Authorization: Bearer``), else botocore's usual
 chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``,
 ``AWS_PROFILE`` and the shared files, web identity, container and instance roles), read
-in a worker thread because it may read files and call the instance metadata service.
+in a worker thread because it may read files and call the instance metadata service, and
+kept per process for the same environment (botocore renews expiring credentials itself).
 ``AWS_BEDROCK_SKIP_AUTH=1`` signs with dummy keys (a proxy that does its own auth).
 
 Region: ``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile's region, the region of a

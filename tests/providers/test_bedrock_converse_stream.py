@@ -461,3 +461,20 @@ async def test_a_profile_is_read_once_and_its_credentials_kept(
     auth = server.requests[0].headers["authorization"]
     assert "Credential=AKIDPROFILE/" in auth and "/ap-south-1/bedrock/" in auth  # the profile's
     assert runs.read_text() == "x"
+
+
+async def test_a_frame_over_max_event_bytes_is_refused_before_it_is_buffered(
+    server, client
+) -> None:
+    server.script(BEDROCK_PATH, body(TEXT))
+    message = final(await run(server, client, max_event_bytes=150))
+    size = next(len(f) for f in TEXT if len(f) > 150)  # the first frame over the limit
+    assert (message.error_message or "").startswith(
+        f"the server sent an event-stream frame of {size} bytes (max_event_bytes)"
+    )
+
+
+async def test_a_body_that_is_not_frames_is_an_error(server, client) -> None:
+    server.script(BEDROCK_PATH, body([b"\x00\x00\x00\x05hello"]))
+    message = final(await run(server, client))
+    assert message.error_message == "invalid event-stream frame: a length of 5 bytes"
