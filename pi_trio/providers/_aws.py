@@ -229,6 +229,8 @@ class EventStreamParser:
     def __init__(self, max_event_bytes: int) -> None:
         self.max_event_bytes = max_event_bytes
         self._buffer = bytearray()
+        buffer_type, self._parser_error = _decoder_types()
+        self._decoder = buffer_type()  # handed whole frames only
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         buffer = self._buffer
@@ -244,8 +246,13 @@ class EventStreamParser:
                 raise SSELimitError(f"an event-stream frame of {total} bytes (max_event_bytes)")
             if len(buffer) < total:
                 break
-            events.append(self._decode(bytes(buffer[:total])))
-            del buffer[:total]
+            if len(buffer) == total:
+                frame = bytes(buffer)
+                buffer.clear()
+            else:
+                frame = bytes(buffer[:total])
+                del buffer[:total]
+            events.append(self._decode(frame))
         return events
 
     def close(self) -> list[SSEEvent]:
@@ -253,12 +260,11 @@ class EventStreamParser:
         return []
 
     def _decode(self, frame: bytes) -> SSEEvent:
-        buffer_type, parser_error = _decoder_types()
-        decoder = buffer_type()
+        decoder = self._decoder
         decoder.add_data(frame)
         try:
-            message = next(iter(decoder))
-        except (parser_error, StopIteration) as exc:
+            message = next(decoder)
+        except (self._parser_error, StopIteration) as exc:
             raise ProviderFailure(
                 f"invalid event-stream frame: {type(exc).__name__}: {exc}", kind="protocol"
             ) from exc
