@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
+from ._cloud_models import CLOUD_MODELS
 from ._errors import ProviderNotFoundError
 
 __all__ = [
@@ -75,7 +76,36 @@ ENV_API_KEYS: Mapping[str, tuple[str, ...]] = {
     "deepseek": ("DEEPSEEK_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
 }
+
+_AUTHENTICATED = "<authenticated>"  # pi-ai's answer for credentials that are not a key
+_AWS_CREDENTIAL_VARIABLES = (
+    "AWS_PROFILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+)
+
+
+def _cloud_credentials(provider: str) -> str | None:
+    """pi-ai's "<authenticated>" when the cloud credentials of ``provider`` are configured:
+    Vertex's application-default credentials file plus project and location, or any of
+    AWS's credential sources (Bedrock)."""
+    env = os.environ
+    if provider == "google-vertex":
+        adc = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.join(
+            os.path.expanduser("~"), ".config", "gcloud", "application_default_credentials.json"
+        )
+        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT")
+        if project and env.get("GOOGLE_CLOUD_LOCATION") and os.path.exists(adc):
+            return _AUTHENTICATED
+    if provider == "amazon-bedrock":
+        keys = env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")
+        if keys or any(env.get(name) for name in _AWS_CREDENTIAL_VARIABLES):
+            return _AUTHENTICATED
+    return None
 
 
 def get_env_api_key(provider: str) -> str | None:
@@ -84,13 +114,15 @@ def get_env_api_key(provider: str) -> str | None:
     Args:
         provider: a provider name of the registry ("openai", "anthropic", "google", ...); the
             variables tried are those of :data:`ENV_API_KEYS`, first one set wins. A provider
-            without known variables (e.g. "ollama", "faux") gives None.
+            without known variables (e.g. "ollama", "faux") gives None. Like pi-ai,
+            "google-vertex" and "amazon-bedrock" give "<authenticated>" when their cloud
+            credentials are configured instead of a key (the request reads them itself).
     """
     for name in ENV_API_KEYS.get(provider, ()):
         value = os.environ.get(name)
         if value:
             return value
-    return None
+    return _cloud_credentials(provider)
 
 
 def _m(
@@ -334,6 +366,24 @@ _BUILTIN: tuple[Model, ...] = (
         context_window=128_000,
         max_tokens=16_384,
     ),
+)
+
+_BUILTIN += tuple(
+    _m(
+        provider,
+        api,
+        base_url,
+        id,
+        name,
+        reasoning=reasoning,
+        image=image,
+        cost=cost,
+        context_window=context_window,
+        max_tokens=max_tokens,
+    )
+    for (provider, api, base_url, id, name, reasoning, image, cost, context_window, max_tokens) in (
+        CLOUD_MODELS
+    )
 )
 
 _REGISTRY: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _BUILTIN}

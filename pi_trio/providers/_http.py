@@ -305,9 +305,14 @@ class Exchange:
 
 
 async def open_exchange(
-    client: HttpClient, request: httpx.Request, policy: RequestPolicy, deadline: float
+    client: HttpClient,
+    request: httpx.Request,
+    policy: RequestPolicy,
+    deadline: float,
+    media_type: str = _EVENT_STREAM,
 ) -> Exchange:
-    """Send ``request`` and return its response once it is known to be an event stream.
+    """Send ``request`` and return its response once it is known to be an event stream
+    (``media_type``: Server-Sent Events unless the wire API frames events otherwise).
 
     Waits for admission (until ``deadline``), sends with :func:`send_guarded` under the
     first-byte deadline, and checks the status and the content type (a missing content
@@ -354,8 +359,8 @@ async def open_exchange(
         # the first media type (a repeated header arrives joined with ","), no parameters
         content_type = response.headers.get("content-type", "")
         media = content_type.partition(",")[0].partition(";")[0].strip().lower()
-        if response.status_code >= 400 or (media and media != _EVENT_STREAM):
-            raise await _failure_from(response, media, deadline)
+        if response.status_code >= 400 or (media and media != media_type):
+            raise await _failure_from(response, media, deadline, media_type)
     except BaseException:
         await exchange.aclose()
         raise
@@ -379,7 +384,9 @@ def _reason(response: httpx.Response) -> str:
         return ""
 
 
-async def _failure_from(response: httpx.Response, media: str, deadline: float) -> ProviderFailure:
+async def _failure_from(
+    response: httpx.Response, media: str, deadline: float, expected: str
+) -> ProviderFailure:
     """The failure for an error status or a body that is not an event stream: the status,
     for a 2xx/3xx the content type, and the start of the body (the provider's own message
     when it is a JSON error)."""
@@ -398,7 +405,7 @@ async def _failure_from(response: httpx.Response, media: str, deadline: float) -
     status = f"HTTP {code} {_reason(response)}".rstrip()
     if code < 400:
         # an HTML page (a proxy, a login portal, a wrong base_url): its first bytes say which
-        status += f" is not an event stream (expected {_EVENT_STREAM}, got {media})"
+        status += f" is not an event stream (expected {expected}, got {media})"
         text = shorten(text, _FIRST_BYTES)
         if text:
             text = f"the body begins: {text}"

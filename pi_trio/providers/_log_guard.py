@@ -1,4 +1,5 @@
-"""Keeps the secrets of requests in flight out of httpx's and httpcore's log records.
+"""Keeps the secrets of requests in flight out of httpx's and httpcore's log records (and
+botocore's and google-auth's, which sign and fetch the cloud APIs' credentials).
 
 At DEBUG level httpcore logs each step of a request, with the response headers and the text
 of any exception (an h11 error quotes the offending header value); httpx logs every URL at
@@ -38,6 +39,13 @@ _LOGGERS = (
     "httpcore2.http2",
     "httpcore2.proxy",
     "httpcore2.socks",
+    "botocore.auth",  # SigV4's canonical request holds the session token at DEBUG
+    "botocore.credentials",
+    "botocore.utils",
+    "google.auth._default",
+    "google.auth.transport.requests",
+    "google.oauth2._client",
+    "urllib3.connectionpool",
 )
 _active: Counter[str] = Counter()
 

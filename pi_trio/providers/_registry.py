@@ -38,6 +38,8 @@ BUILTIN_APIS: Mapping[str, tuple[str, str]] = {
     "openai-responses": ("pi_trio.providers.openai_responses", "stream_openai_responses"),
     "anthropic-messages": ("pi_trio.providers.anthropic", "stream_anthropic"),
     "google-generative-ai": ("pi_trio.providers.google", "stream_google"),
+    "google-vertex": ("pi_trio.providers.google_vertex", "stream_google_vertex"),
+    "bedrock-converse-stream": ("pi_trio.providers.bedrock", "stream_bedrock"),
 }
 
 _registered: dict[str, ApiStreamFunction] = {}

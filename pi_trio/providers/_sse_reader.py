@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Protocol
 
+import attrs
 import trio
 
 from ._failure import ProviderFailure
@@ -24,7 +25,33 @@ from ._sse import SSEEvent, SSELimitError, SSEParser
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["SSEReader"]
+__all__ = ["SSE_FRAMING", "EventParser", "Framing", "SSEReader"]
+
+
+class EventParser(Protocol):
+    """Body bytes in, parsed events out (:class:`._sse.SSEParser` is one).
+
+    ``feed`` returns the events a chunk completed, ``close`` those left at the end of the
+    body; either raises :class:`._sse.SSELimitError` for an event over the size limit, or
+    :class:`ProviderFailure` for bytes that cannot be events of this framing.
+    """
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]: ...
+
+    def close(self) -> list[SSEEvent]: ...
+
+
+@attrs.frozen
+class Framing:
+    """How a wire API's response body carries its events: the media type the response
+    must declare and the parser (made with ``max_event_bytes``) that splits the body."""
+
+    media_type: str
+    parser: Callable[[int], EventParser]
+
+
+SSE_FRAMING = Framing("text/event-stream", SSEParser)
+"""Server-Sent Events: the framing of every wire API but Bedrock's."""
 
 
 class SSEReader:
@@ -38,6 +65,7 @@ class SSEReader:
         response: an open streamed response whose body is an event stream.
         policy: gives ``idle_timeout`` and ``max_event_bytes``.
         deadline: the request's overall deadline (``trio.current_time()`` clock).
+        framing: how the body carries events (default: Server-Sent Events).
     """
 
     __slots__ = (
@@ -51,9 +79,15 @@ class SSEReader:
         "_policy",
     )
 
-    def __init__(self, response: httpx.Response, policy: RequestPolicy, deadline: float) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        policy: RequestPolicy,
+        deadline: float,
+        framing: Framing = SSE_FRAMING,
+    ) -> None:
         self._chunks: AsyncIterator[bytes] = response.aiter_bytes()
-        self._parser = SSEParser(policy.max_event_bytes)
+        self._parser = framing.parser(policy.max_event_bytes)
         self._pending: deque[SSEEvent] = deque()
         self._deadline = deadline
         self._policy = policy

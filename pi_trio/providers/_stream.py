@@ -28,7 +28,7 @@ import json
 import logging
 import re
 import traceback
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
@@ -48,12 +48,14 @@ from ._log_guard import guard_secrets
 from ._options import StreamOptions
 from ._retry import RequestPolicy
 from ._sse import SSEEvent
-from ._sse_reader import SSEReader
+from ._sse_reader import SSE_FRAMING, Framing, SSEReader
 
 __all__ = [
     "Decoder",
     "DecoderFactory",
+    "PreparedWireApi",
     "RequestBuilder",
+    "RequestPreparer",
     "WireApi",
     "WireRequest",
     "compute_cost",
@@ -70,11 +72,14 @@ _HEADER_UNSAFE = re.compile(r"[^\x20-\x7e]")  # what h11 refuses in a header val
 @attrs.frozen
 class WireRequest:
     """One POST: where, which headers (holding the key: never shown), what body (a JSON
-    object, or the encoded bytes)."""
+    object, or the encoded bytes), how the response frames its events, and the credentials
+    besides the API key that must never be shown (a cloud token, a session token)."""
 
     url: str
     headers: Mapping[str, str] = attrs.field(repr=False)
     body: Mapping[str, Any] | bytes
+    framing: Framing = SSE_FRAMING
+    secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
 
 
 class Decoder(Protocol):
@@ -155,7 +160,7 @@ def parse_event_json(event: SSEEvent) -> Any:
 
 async def stream_wire(
     builder: MessageBuilder,
-    request: WireRequest,
+    request: WireRequest | Callable[[], Awaitable[WireRequest]],
     decoder: Decoder,
     options: StreamOptions,
     secrets: Iterable[str | None] = (),
@@ -163,12 +168,15 @@ async def stream_wire(
     emit_start: bool = True,
     error_prefix: str = "",
     policy: RequestPolicy | None = None,
+    base_url: str | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Send ``request`` and yield what ``decoder`` makes of the answer (see the module doc).
 
     Args:
         builder: the message the decoder builds; errors are reported on it.
-        request: the POST to send (with ``options.http_client`` or the default client).
+        request: the POST to send (with ``options.http_client`` or the default client), or
+            an async function making it (credentials fetched first); a failure there ends
+            the stream like any other.
         decoder: turns the response's SSE events into stream events.
         options: the request's options (deadlines, retries, ``max_event_bytes``).
         secrets: masked in every error_message and in httpx/httpcore log records.
@@ -178,6 +186,7 @@ async def stream_wire(
             the stream, a decoder's :class:`ProviderFailure`), not before a ``StreamError``
             the decoder returns itself.
         policy: deadlines and retries; default :meth:`RequestPolicy.from_options`.
+        base_url: where a failure of an async ``request`` is said to have happened.
 
     Never raises for a failure. On cancellation (or ``aclose``) ``Cancelled`` (or
     ``GeneratorExit``) propagates, nothing more is emitted and the response is closed.
@@ -186,7 +195,12 @@ async def stream_wire(
     policy = policy or RequestPolicy.from_options(options)
     exchange: Exchange | None = None
     reader: SSEReader | None = None
+    url = request.url if isinstance(request, WireRequest) else base_url
     try:
+        if not isinstance(request, WireRequest):
+            request = await request()
+            url = request.url
+        masked += tuple(s for s in request.secrets if s)
         with guard_secrets(masked):
             client = options.http_client or default_client()
             body = request.body
@@ -199,8 +213,11 @@ async def stream_wire(
                     http_request = client.build_request(
                         "POST", request.url, headers=request.headers, content=content
                     )
-                    exchange = await open_exchange(client, http_request, policy, deadline)
-                    reader = SSEReader(exchange.response, policy, deadline)
+                    framing = request.framing
+                    exchange = await open_exchange(
+                        client, http_request, policy, deadline, framing.media_type
+                    )
+                    reader = SSEReader(exchange.response, policy, deadline, framing)
                     event = await reader.next_event()
                     break
                 except ProviderFailure as failure:
@@ -237,7 +254,7 @@ async def stream_wire(
         problem = exc
     finally:
         await _close(reader, exchange)
-    yield failed_event(builder, problem, shorten(redact(message, masked)), request.url, masked)
+    yield failed_event(builder, problem, shorten(redact(message, masked)), url, masked)
 
 
 async def _close(reader: SSEReader | None, exchange: Exchange | None) -> None:
@@ -392,3 +409,46 @@ class WireApi:
             masked = tuple(s for s in secrets if s)
             return _failed(failed_event(builder, failure, text, url, masked))
         return stream_wire(builder, request, self.decoder(model, builder), options, secrets)
+
+
+RequestPreparer: TypeAlias = Callable[[Model, Context, StreamOptions], Awaitable[WireRequest]]
+
+
+@attrs.frozen
+class PreparedWireApi:
+    """The stream function of a wire API whose request needs async work first: cloud
+    credentials (a token fetched in a worker thread, a signature over the body).
+
+    ``prepare(model, context, options)`` runs inside the returned generator, so a missing
+    credential or an unavailable optional library (raised as a :class:`ProviderFailure`
+    naming the variable to set or the package to install) ends the stream with a
+    ``StreamError`` like any other failure: never raises for one. The secrets it puts in
+    :attr:`WireRequest.secrets` are masked with the key.
+
+    Args:
+        prepare: ``(model, context, options) -> WireRequest`` (async).
+        decoder: ``(model, builder) -> Decoder`` for one response.
+        name: the wire API's name, for ``repr``.
+    """
+
+    prepare: RequestPreparer
+    decoder: DecoderFactory
+    name: str
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AsyncGenerator[StreamEvent, None]:
+        builder = MessageBuilder(model)
+        context = collapse_system_messages(context)  # pi-ai 1.6's rule for these APIs
+
+        async def request() -> WireRequest:
+            return await self.prepare(model, context, options)
+
+        return stream_wire(
+            builder,
+            request,
+            self.decoder(model, builder),
+            options,
+            (options.api_key,),
+            base_url=model.base_url or None,
+        )

@@ -42,6 +42,18 @@ from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_google"]
 
+_FILTERED = frozenset(  # finish reasons of Google's safety and content filters
+    {
+        "SAFETY",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "RECITATION",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _ids = itertools.count(1)
@@ -334,8 +346,13 @@ class GoogleDecoder:
             out.append(self.builder.done())  # "toolUse" when there are tool calls
         elif reason == "MAX_TOKENS":
             out.append(self.builder.done("length"))
+        elif reason in _FILTERED:
+            raise ProviderFailure(
+                f"the response was blocked by Google's content filter (finishReason {reason})",
+                code=reason,
+            )
         else:
-            raise ProviderFailure(f"the model stopped with finishReason {reason}")
+            raise ProviderFailure(f"the model stopped with finishReason {reason}", code=reason)
         return out
 
 
