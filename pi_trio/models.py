@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
+from . import _models_azure, _models_mistral
 from ._errors import ProviderNotFoundError
 
 __all__ = [
@@ -75,6 +76,7 @@ ENV_API_KEYS: Mapping[str, tuple[str, ...]] = {
     "deepseek": ("DEEPSEEK_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
 }
 
 
@@ -334,6 +336,33 @@ _BUILTIN: tuple[Model, ...] = (
         context_window=128_000,
         max_tokens=16_384,
     ),
+)
+
+
+def _table(provider: str, api: str, base_url: str, rows: Any) -> tuple[Model, ...]:
+    """Models from a provider module's plain rows (see ``_models_azure``)."""
+    return tuple(
+        _m(
+            provider,
+            api,
+            base_url,
+            id,
+            name,
+            reasoning=reasoning,
+            image=image,
+            cost=cost,
+            context_window=window,
+            max_tokens=max_tokens,
+        )
+        for id, name, reasoning, image, cost, window, max_tokens in rows
+    )
+
+
+_BUILTIN += _table(
+    _models_azure.PROVIDER, _models_azure.API, _models_azure.BASE_URL, _models_azure.ROWS
+)
+_BUILTIN += _table(
+    _models_mistral.PROVIDER, _models_mistral.API, _models_mistral.BASE_URL, _models_mistral.ROWS
 )
 
 _REGISTRY: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _BUILTIN}

@@ -38,6 +38,11 @@ BUILTIN_APIS: Mapping[str, tuple[str, str]] = {
     "openai-responses": ("pi_trio.providers.openai_responses", "stream_openai_responses"),
     "anthropic-messages": ("pi_trio.providers.anthropic", "stream_anthropic"),
     "google-generative-ai": ("pi_trio.providers.google", "stream_google"),
+    "azure-openai-responses": (
+        "pi_trio.providers.azure_openai_responses",
+        "stream_azure_openai_responses",
+    ),
+    "mistral-conversations": ("pi_trio.providers.mistral", "stream_mistral"),
 }
 
 _registered: dict[str, ApiStreamFunction] = {}
