@@ -112,14 +112,17 @@ async def test_azure_replays_its_tool_call_item_ids(server, client) -> None:
     first = await run(azure(server), client, weather_context())
     (call,) = first.tool_calls
     result = pt.ToolResultMessage(call.id, "weather", [pt.TextContent("18 C")])
-    server.script(AZURE_PATH, SSE(sse(recorded("azure-text.1.chunks.txt"), named=True)))
     context = weather_context(pt.UserMessage("Weather in SF?"), first, result)
-    assert (await run(azure(server), client, context)).stop_reason == "stop"
-    items = server.requests[1].json()["input"]
-    replayed = next(i for i in items if i.get("type") == "function_call")
+    for model in (azure(server), azure(server, id="gpt-4.1")):  # the same model, another one
+        server.script(AZURE_PATH, SSE(sse(recorded("azure-text.1.chunks.txt"), named=True)))
+        assert (await run(model, client, context)).stop_reason == "stop"
+    same, other = (server.requests[n].json()["input"] for n in (1, 2))
+    replayed = next(i for i in same if i.get("type") == "function_call")
     assert replayed["id"] == "fc_04041325ab8ae30400698c51c5468c8197a395f18875a5339f"
-    output = next(i for i in items if i.get("type") == "function_call_output")
-    assert output["call_id"] == "call_H5DxLSFnsGhiROnUiDHmgyc8"
+    for items in (same, other):  # the call id stays Azure's own, split from its item id
+        call_item = next(i for i in items if i.get("type") == "function_call")
+        output = next(i for i in items if i.get("type") == "function_call_output")
+        assert call_item["call_id"] == output["call_id"] == "call_H5DxLSFnsGhiROnUiDHmgyc8"
 
 
 def _cut_by_the_filter(reason: str) -> list[dict[str, Any]]:
