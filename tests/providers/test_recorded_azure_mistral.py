@@ -38,7 +38,7 @@ def _no_azure_or_mistral_environment(monkeypatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def recorded(name: str, *, named: bool = False) -> list[dict[str, Any]]:
+def recorded(name: str) -> list[dict[str, Any]]:
     lines = (RECORDED / name).read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
@@ -265,6 +265,20 @@ async def test_mistral_recorded_tool_call(server, client) -> None:
         {"location": "San Francisco"},
     )
     assert message.usage.input == 124 and message.usage.output == 22
+
+
+async def test_mistral_recorded_tool_call_in_pieces(server, client) -> None:
+    """The id and name come first, the arguments in a later chunk that has only the index."""
+    chunks = recorded("mistral-incremental-tool-call.chunks.txt")
+    server.script(MISTRAL_PATH, SSE(sse(chunks, done=True)))
+    message = await run(mistral(server), client, weather_context())
+    assert message.stop_reason == "toolUse", message.error_message
+    (call,) = message.tool_calls
+    assert (call.id, call.name, call.arguments) == (
+        "chatcmpl-tool-9f149c74c42f265b",
+        "webSearchTool",
+        {"query": "current Berlin weather"},
+    )
 
 
 async def test_mistral_recorded_reasoning(server, client) -> None:
