@@ -1,8 +1,9 @@
 """Model descriptors, a small built-in registry, and API keys from the environment.
 
 A :class:`Model` says which wire API to speak (``api``), where (``base_url``), and what the
-model costs and can take. The registry holds common models of OpenAI, Anthropic, Google and
-OpenAI-compatible servers with pi-ai's figures; build your own :class:`Model` for anything else
+model costs and can take. The registry holds common models of OpenAI, Anthropic, Google, Azure
+OpenAI, Mistral and OpenAI-compatible servers with pi-ai's figures; build your own
+:class:`Model` for anything else
 (``attrs.evolve(pt.get_model("ollama", "llama3.1"), id="qwen3:8b")`` is the usual shortcut).
 """
 
