@@ -8,9 +8,10 @@ the API reference name them where users import them from (see :func:`_fixup_modu
 What a run does not need is imported on first use: the subpackages ``mcp``, ``proxy``,
 ``sessions``, ``testing`` and ``wire`` (and the names exported from them) are loaded when first
 touched (``pt.SessionStore``, ``import pi_trio.proxy``, ``from pi_trio import to_json``), and
-so are the third-party stacks: httpx with the first default HTTP client (a provider's first
-request), jsonschema and cattrs with the first tool built. So ``import pi_trio`` leaves a
-smaller heap for the garbage collector to walk in a service that runs many agents.
+so are the third-party stacks: the HTTP stack (httpx2 where installed, else httpx) with the
+first default HTTP client (a provider's first request), jsonschema and cattrs with the first
+tool built. So ``import pi_trio`` leaves a smaller heap for the garbage collector to walk in a
+service that runs many agents.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Model descriptors, a small built-in registry, and API keys from the environment.
 
 A :class:`Model` says which wire API to speak (``api``), where (``base_url``), and what the
-model costs and can take. The registry holds common models of OpenAI, Anthropic, Google and
-OpenAI-compatible servers with pi-ai's figures; build your own :class:`Model` for anything else
+model costs and can take. The registry holds common models of OpenAI, Anthropic, Google, Azure
+OpenAI, Mistral and OpenAI-compatible servers with pi-ai's figures; build your own
+:class:`Model` for anything else
 (``attrs.evolve(pt.get_model("ollama", "llama3.1"), id="qwen3:8b")`` is the usual shortcut).
 """
 
@@ -14,6 +15,7 @@ from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
+from . import _models_azure, _models_mistral
 from ._cloud_models import CLOUD_MODELS
 from ._errors import ProviderNotFoundError
 
@@ -77,6 +79,7 @@ ENV_API_KEYS: Mapping[str, tuple[str, ...]] = {
     "cerebras": ("CEREBRAS_API_KEY",),
     "mistral": ("MISTRAL_API_KEY",),
     "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
 }
 
 _AUTHENTICATED = "<authenticated>"  # pi-ai's answer for credentials that are not a key
@@ -384,6 +387,33 @@ _BUILTIN += tuple(
     for (provider, api, base_url, id, name, reasoning, image, cost, context_window, max_tokens) in (
         CLOUD_MODELS
     )
+)
+
+
+def _table(provider: str, api: str, base_url: str, rows: Any) -> tuple[Model, ...]:
+    """Models from a provider module's plain rows (see ``_models_azure``)."""
+    return tuple(
+        _m(
+            provider,
+            api,
+            base_url,
+            id,
+            name,
+            reasoning=reasoning,
+            image=image,
+            cost=cost,
+            context_window=window,
+            max_tokens=max_tokens,
+        )
+        for id, name, reasoning, image, cost, window, max_tokens in rows
+    )
+
+
+_BUILTIN += _table(
+    _models_azure.PROVIDER, _models_azure.API, _models_azure.BASE_URL, _models_azure.ROWS
+)
+_BUILTIN += _table(
+    _models_mistral.PROVIDER, _models_mistral.API, _models_mistral.BASE_URL, _models_mistral.ROWS
 )
 
 _REGISTRY: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _BUILTIN}

@@ -1,11 +1,13 @@
 """``import pi_trio`` loads what a run needs; the rest (sessions, proxy, wire, mcp, testing) on
 first use, with its exported names fixed up (``__module__ == "pi_trio"``) however it is
-imported. The third-party stacks too: httpx with the first default HTTP client (the first
-request of a provider), jsonschema and cattrs with the first tool built. Each check runs in a
-fresh interpreter."""
+imported. The third-party stacks too: the HTTP stack (httpx2 where installed, else httpx) with
+the first default HTTP client (the first request of a provider), jsonschema and cattrs with
+the first tool built. Each check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -72,7 +74,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     assert out == "module 'pi_trio' has no attribute 'no_such_name'"
 
 
-HEAVY = ("httpx", "jsonschema", "cattrs")
+HEAVY = ("httpx", "httpx2", "jsonschema", "cattrs")
 
 
 def test_import_pi_trio_leaves_httpx_jsonschema_and_cattrs_unloaded() -> None:
@@ -155,7 +157,13 @@ def test_a_faux_agent_run_with_a_tool_validates_and_never_loads_httpx() -> None:
     ]
 
 
-def test_a_provider_request_loads_httpx_and_reports_its_failures() -> None:
+def _default_stack() -> str:
+    """The stack the default client comes from here (see ``providers._http.http_stack``)."""
+    chosen = os.environ.get("PI_TRIO_HTTP_STACK", "").strip().lower()
+    return chosen or ("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
+
+
+def test_a_provider_request_loads_the_http_stack_and_reports_its_failures() -> None:
     out = _run("""
         import functools
         import socket
@@ -185,9 +193,11 @@ def test_a_provider_request_loads_httpx_and_reports_its_failures() -> None:
                     functools.partial(trio.serve_tcp, host="127.0.0.1"), refuse_with_503, 0
                 )
                 port = listeners[0].socket.getsockname()[1]
-                print("httpx" in sys.modules)
+                stacks = ("httpx", "httpx2")
+                print([m for m in stacks if m in sys.modules])
                 answer = await pt.complete_simple(model(port), context, options)
-                print("httpx" in sys.modules, answer.stop_reason, answer.error_message)
+                loaded = [m for m in stacks if m in sys.modules]
+                print(loaded, answer.stop_reason, answer.error_message)
                 nursery.cancel_scope.cancel()
             closed = socket.socket()  # a port nobody listens on: the connection is refused
             closed.bind(("127.0.0.1", 0))
@@ -199,7 +209,7 @@ def test_a_provider_request_loads_httpx_and_reports_its_failures() -> None:
         trio.run(main)
     """)
     assert out.splitlines() == [
-        "False",
-        "True error HTTP 503 Service Unavailable: busy",
+        "[]",
+        f"['{_default_stack()}'] error HTTP 503 Service Unavailable: busy",
         "error connection to 127.0.0.1 failed",
     ]

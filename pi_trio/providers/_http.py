@@ -4,10 +4,11 @@ Layering (as in httpx's transports): a wire API builds the request body and inte
 events; :mod:`._retry` decides about retries, :mod:`._sse_reader` reads events with the idle
 watchdog, :func:`pi_trio.providers.stream_wire` drives them. This module gets one response:
 
-* :func:`default_client` keeps one ``httpx.AsyncClient`` per ``trio.run`` (a
+* :func:`default_client` keeps one ``AsyncClient`` per ``trio.run`` (a
   :class:`trio.lowlevel.RunVar`), created lazily, closed when the run ends by a system task
   that only waits for that moment (shielded, bounded). An injected client is never closed
-  here: its owner closes it.
+  here: its owner closes it. The client is httpx2's when httpx2 is installed, else httpx's
+  (:func:`http_stack`; ``PI_TRIO_HTTP_STACK=httpx`` or ``=httpx2`` chooses).
 * :func:`send_guarded` works around encode/httpcore#1093: a request cancelled while it waits
   in the pool can leave a freshly assigned connection stuck in the pool forever. The send
   runs shielded until httpcore reports (through the ``trace`` extension) that the request is
@@ -23,15 +24,19 @@ watchdog, :func:`pi_trio.providers.stream_wire` drives them. This module gets on
 
 Nothing here reads httpx's private attributes except :func:`_pool_facts` (why: see there).
 
-httpx itself is imported when the default client is first made (the first request of a run
+The HTTP stack is imported when the default client is first made (the first request of a run
 without ``http_client``), not by ``import pi_trio``: a process that only runs the faux model
-or its own stream function never loads it (~9 MB of heap, ~130 modules). The exception
+or its own stream function never loads it (~9 MB of heap, ~130 modules). httpx2 (the stack of
+openai, anthropic, pydantic-ai and mcp's current releases) is the same API and the same pool
+(httpcore2) under new names, so everything below holds for either. The exception
 classes are taken from the HTTP stacks already imported (an exception of one implies it).
 """
 
 from __future__ import annotations
 
 import http
+import importlib
+import os
 import sys
 import weakref
 from collections.abc import Mapping
@@ -53,6 +58,7 @@ __all__ = [
     "Exchange",
     "aclose_response",
     "default_client",
+    "http_stack",
     "open_exchange",
     "pool_in_use",
     "safe_url",
@@ -70,27 +76,57 @@ _FIRST_BYTES = 200  # characters of a body that is not an event stream shown in 
 
 # --- the shared client -------------------------------------------------------
 
-_DEFAULT_CLIENT: trio.lowlevel.RunVar[httpx.AsyncClient] = trio.lowlevel.RunVar(
-    "pi_trio_http_client"
-)
+STACK_VARIABLE = "PI_TRIO_HTTP_STACK"
+_STACKS = ("httpx2", "httpx")  # the preferred first
+
+_DEFAULT_CLIENT: trio.lowlevel.RunVar[Any] = trio.lowlevel.RunVar("pi_trio_http_client")
 _ADMISSION: weakref.WeakKeyDictionary[HttpClient, trio.Semaphore] = weakref.WeakKeyDictionary()
 
 
-def default_client() -> httpx.AsyncClient:
-    """The client used when no ``http_client`` is given: one per ``trio.run``.
+def http_stack() -> Any:
+    """The module (``httpx2`` or ``httpx``) whose ``AsyncClient`` is the default client.
+
+    ``$PI_TRIO_HTTP_STACK`` names one (``httpx`` keeps httpx even where httpx2 is installed);
+    unset or empty, httpx2 when it can be imported, else httpx (a core dependency).
+
+    Raises:
+        ValueError: ``$PI_TRIO_HTTP_STACK`` is neither, or names a stack that is not
+            installed (the message says how to install it).
+    """
+    chosen = os.environ.get(STACK_VARIABLE, "").strip().lower()
+    if chosen and chosen not in _STACKS:
+        raise ValueError(f"{STACK_VARIABLE} must be httpx or httpx2, not {chosen!r}")
+    for name in (chosen,) if chosen else _STACKS:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            if chosen:
+                raise ValueError(
+                    f"{STACK_VARIABLE}={chosen} but {chosen} is not installed "
+                    "(pip install 'pi-trio[httpx2]', or unset the variable)"
+                ) from None
+    raise ValueError("neither httpx2 nor httpx can be imported: pip install httpx")
+
+
+def default_client() -> Any:
+    """The client used when no ``http_client`` is given: one per ``trio.run``, an
+    ``httpx2.AsyncClient`` or an ``httpx.AsyncClient`` (:func:`http_stack`).
 
     Its own read timeout is off (our idle/first-byte deadlines replace it); it is
     closed when the run's main task has finished.
+
+    Raises:
+        ValueError: from :func:`http_stack` (``stream_wire`` reports it as the stream's
+            error).
     """
     try:
         return _DEFAULT_CLIENT.get()
     except LookupError:
         pass
-    import httpx  # the first default client of the process imports it (see the module doc)
-
-    client = httpx.AsyncClient(
-        timeout=httpx.Timeout(connect=30.0, read=None, write=60.0, pool=None),
-        limits=httpx.Limits(max_connections=DEFAULT_MAX_CONNECTIONS, max_keepalive_connections=16),
+    stack = http_stack()  # the first default client of the process imports it
+    client = stack.AsyncClient(
+        timeout=stack.Timeout(connect=30.0, read=None, write=60.0, pool=None),
+        limits=stack.Limits(max_connections=DEFAULT_MAX_CONNECTIONS, max_keepalive_connections=16),
     )
     _DEFAULT_CLIENT.set(client)
     _ADMISSION[client] = trio.Semaphore(DEFAULT_MAX_CONNECTIONS)
@@ -100,7 +136,7 @@ def default_client() -> httpx.AsyncClient:
     return client
 
 
-async def _close_when_run_ends(client: httpx.AsyncClient) -> None:
+async def _close_when_run_ends(client: Any) -> None:
     try:
         await trio.sleep_forever()
     finally:

@@ -81,7 +81,8 @@ class StreamOptions:
 
     ``api_key`` is never shown in ``repr`` and never serialised. ``http_client`` is an
     ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``; without one the providers use one
-    shared httpx client per ``trio.run``. ``timeout`` bounds the whole request
+    shared client per ``trio.run``, httpx2's when httpx2 is installed, else httpx's
+    (``PI_TRIO_HTTP_STACK=httpx`` keeps httpx). ``timeout`` bounds the whole request
     including retries; ``first_byte_timeout`` the wait for the response headers and first
     bytes; ``idle_timeout`` the longest gap between two parsed events (keep-alive bytes do not
     count). ``max_retry_delay`` caps a single wait: a server asking for a longer Retry-After

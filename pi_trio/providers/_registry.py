@@ -40,6 +40,11 @@ BUILTIN_APIS: Mapping[str, tuple[str, str]] = {
     "google-generative-ai": ("pi_trio.providers.google", "stream_google"),
     "google-vertex": ("pi_trio.providers.google_vertex", "stream_google_vertex"),
     "bedrock-converse-stream": ("pi_trio.providers.bedrock", "stream_bedrock"),
+    "azure-openai-responses": (
+        "pi_trio.providers.azure_openai_responses",
+        "stream_azure_openai_responses",
+    ),
+    "mistral-conversations": ("pi_trio.providers.mistral", "stream_mistral"),
 }
 
 _registered: dict[str, ApiStreamFunction] = {}

@@ -12,7 +12,15 @@ signature and sent back as is, so encrypted reasoning survives across turns
 signature records its message item id; a tool call id is ``call_id|item_id``.
 
 Where pi-ai is wrong: ``response.incomplete`` (the output token limit was hit)
-ends with stop_reason "length"; pi-ai ignores the event and reports "stop".
+ends with stop_reason "length"; pi-ai ignores the event and reports "stop". An
+incomplete response whose reason is ``content_filter`` (Azure's and OpenAI's
+moderation) ends with stop_reason "error" and a message naming the filter: the
+answer was cut, not finished, and not merely long.
+
+The body and the decoder are shared with "azure-openai-responses"
+(:mod:`.azure_openai_responses`), the same wire format behind another URL and key
+header: :func:`responses_body` takes the model name to send and the providers whose
+tool call ids carry a Responses item id.
 """
 
 from __future__ import annotations
@@ -44,9 +52,16 @@ from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
 from ._transform import transform_messages
 
-__all__ = ["build_request", "stream_openai_responses"]
+__all__ = [
+    "TOOL_CALL_ID_PROVIDERS",
+    "ResponsesDecoder",
+    "build_request",
+    "responses_body",
+    "stream_openai_responses",
+]
 
-_TOOL_CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+TOOL_CALL_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+"""Providers whose tool call ids are ``call_id|item_id`` (the item id is replayed)."""
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -58,9 +73,9 @@ def _id_part(part: str) -> str:
     return _BAD_ID_CHARS.sub("_", part)[:64].rstrip("_")
 
 
-def _normalizer(model: Model) -> Any:
+def _normalizer(model: Model, id_providers: frozenset[str]) -> Any:
     def normalize(tool_call_id: str, source: AssistantMessage) -> str:
-        if model.provider not in _TOOL_CALL_ID_PROVIDERS or "|" not in tool_call_id:
+        if model.provider not in id_providers or "|" not in tool_call_id:
             return _id_part(tool_call_id)
         call_id, item_id = tool_call_id.split("|", 1)
         foreign = source.provider != model.provider or source.api != model.api
@@ -98,14 +113,16 @@ def _image(block: ImageContent) -> dict[str, Any]:
     return {"type": "input_image", "detail": "auto", "image_url": url}
 
 
-def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
+def convert_input(
+    model: Model, context: Context, id_providers: frozenset[str] = TOOL_CALL_ID_PROVIDERS
+) -> list[dict[str, Any]]:
     """Responses API ``input`` items for ``context``."""
     items: list[dict[str, Any]] = []
     if context.system_prompt:
         role = "developer" if model.reasoning else "system"
         items.append({"role": role, "content": context.system_prompt})
     for index, message in enumerate(
-        transform_messages(context.messages, model, _normalizer(model))
+        transform_messages(context.messages, model, _normalizer(model, id_providers))
     ):
         if isinstance(message, UserMessage):
             if isinstance(message.content, str):
@@ -175,13 +192,23 @@ def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
     return items
 
 
-def build_request(
-    model: Model, context: Context, options: StreamOptions, api_key: str
-) -> WireRequest:
-    """The HTTP request for one streamed Responses API response."""
+def responses_body(
+    model: Model,
+    context: Context,
+    options: StreamOptions,
+    *,
+    model_name: str,
+    id_providers: frozenset[str] = TOOL_CALL_ID_PROVIDERS,
+) -> dict[str, Any]:
+    """The JSON body of one streamed Responses API request.
+
+    Args:
+        model_name: the ``model`` field (OpenAI's model id, Azure's deployment name).
+        id_providers: providers whose ``call_id|item_id`` tool call ids are replayed whole.
+    """
     body: dict[str, Any] = {
-        "model": model.id,
-        "input": convert_input(model, context),
+        "model": model_name,
+        "input": convert_input(model, context, id_providers),
         "stream": True,
         "store": False,
     }
@@ -215,6 +242,14 @@ def build_request(
         body["include"] = ["reasoning.encrypted_content"]
     elif model.reasoning and model.compat and model.compat.get("reasoning_off_effort"):
         body["reasoning"] = {"effort": model.compat["reasoning_off_effort"]}
+    return body
+
+
+def build_request(
+    model: Model, context: Context, options: StreamOptions, api_key: str
+) -> WireRequest:
+    """The HTTP request for one streamed Responses API response."""
+    body = responses_body(model, context, options, model_name=model.id)
     headers = {"content-type": "application/json", "accept": "text/event-stream"}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
@@ -237,6 +272,7 @@ class ResponsesDecoder:
         self.args_text = ""
         self.summary_parts = 0
         self.status: str | None = None
+        self.incomplete_reason: str | None = None
 
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]:
         data = parse_event_json(event)
@@ -283,6 +319,8 @@ class ResponsesDecoder:
                 message.response_id = response["id"]
             self._usage(response.get("usage"))
             self.status = response.get("status") or kind.rsplit(".", 1)[1]
+            details = response.get("incomplete_details") or {}
+            self.incomplete_reason = details.get("reason") if isinstance(details, dict) else None
         elif kind == "response.failed":
             response = data.get("response") or {}
             error = response.get("error") or {}
@@ -386,6 +424,13 @@ class ResponsesDecoder:
         if status is None:
             raise ProviderFailure(
                 "connection closed before the response was complete (no response.completed)"
+            )
+        if status == "incomplete" and self.incomplete_reason == "content_filter":
+            raise ProviderFailure(
+                "response stopped by the provider's content filter "
+                "(incomplete: content_filter): the answer is cut short",
+                kind="bad_request",
+                code="content_filter",
             )
         if status == "incomplete":
             return [self.builder.done("length")]  # pi-ai says "stop" here; the limit was hit

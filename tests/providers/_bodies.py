@@ -36,6 +36,8 @@ class Spec:
             "openai-responses": "openai",
             "anthropic-messages": "anthropic",
             "google-generative-ai": "google",
+            "azure-openai-responses": "azure-openai-responses",
+            "mistral-conversations": "mistral",
         }[self.api]
         return pt.Model(
             id="test-model",

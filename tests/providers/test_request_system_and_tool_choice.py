@@ -1,6 +1,6 @@
 """What each wire API's request carries for pi 1.6's additions, as sent to a server on
 127.0.0.1: a transcript's system messages become the request's system prompt and tools
-(none of the four APIs takes system messages mid-conversation), and ``tool_choice`` is
+(none of the wire APIs takes system messages mid-conversation), and ``tool_choice`` is
 written in each API's own form."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import pytest
 
 import pi_trio as pt
 
-from ._bodies import SPECS, Spec
+from ._bodies import SPECS as FIRST_SPECS
+from ._bodies import Spec
+from ._bodies_azure_mistral import SPECS as AZURE_MISTRAL_SPECS
 from ._server import SSE, ScriptedServer
 
 KEY = "sk-test-SECRET-0123456789"
@@ -23,6 +25,8 @@ def _tool(name: str) -> pt.Tool:
     return pt.Tool(name, f"The {name} tool", {"type": "object", "properties": {}})
 
 
+SPECS = [*FIRST_SPECS, *AZURE_MISTRAL_SPECS]
+CHAT_SHAPED = ("openai-completions", "mistral-conversations")  # messages, function tools
 pytestmark = pytest.mark.parametrize("spec", SPECS, ids=[s.api for s in SPECS])
 
 
@@ -43,7 +47,7 @@ def _system_text(api: str, body: dict[str, Any]) -> str:
         return "".join(block["text"] for block in body["system"])
     if api == "google-generative-ai":
         return "".join(part["text"] for part in body["systemInstruction"]["parts"])
-    items = body["messages"] if api == "openai-completions" else body["input"]
+    items = body["messages"] if api in CHAT_SHAPED else body["input"]
     lead = items[0]
     assert lead["role"] in ("system", "developer")
     assert all(item.get("role") not in ("system", "developer") for item in items[1:])
@@ -53,7 +57,7 @@ def _system_text(api: str, body: dict[str, Any]) -> str:
 def _tool_names(api: str, body: dict[str, Any]) -> list[str]:
     if api == "google-generative-ai":
         return [t["name"] for t in body["tools"][0]["functionDeclarations"]]
-    if api == "openai-completions":
+    if api in CHAT_SHAPED:
         return [t["function"]["name"] for t in body["tools"]]
     return [t["name"] for t in body["tools"]]
 
@@ -99,6 +103,8 @@ CHOICES: dict[str, dict[str, Any]] = {
         "named": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["search"]}},
     },
 }  # fmt: skip
+CHOICES["azure-openai-responses"] = CHOICES["openai-responses"]  # the same body
+CHOICES["mistral-conversations"] = CHOICES["openai-completions"]  # Mistral's forms match
 
 
 @pytest.mark.parametrize("choice", ["auto", "none", "required", "named", None])

@@ -11,7 +11,9 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import pool_in_use
 
-from ._bodies import SPECS, Spec
+from ._bodies import SPECS as FIRST_SPECS
+from ._bodies import Spec
+from ._bodies_azure_mistral import SPECS as AZURE_MISTRAL_SPECS
 from ._server import SSE, NeverAnswer, ScriptedServer, Status
 
 KEY = "sk-test-SECRET-0123456789"
@@ -28,6 +30,7 @@ TOOLS = [
     ),
 ]
 
+SPECS = [*FIRST_SPECS, *AZURE_MISTRAL_SPECS]
 pytestmark = pytest.mark.parametrize("spec", SPECS, ids=[s.api for s in SPECS])
 
 
@@ -96,7 +99,12 @@ async def test_thinking(spec, server, client) -> None:
     assert isinstance(text, pt.TextContent) and text.text == "Answer."
     assert next(e.type for e in events if e.type.startswith("thinking")) == "thinking_start"
     assert "thinking_end" in [e.type for e in events]
-    if spec.api in ("anthropic-messages", "google-generative-ai", "openai-responses"):
+    if spec.api in (
+        "anthropic-messages",
+        "google-generative-ai",
+        "openai-responses",
+        "azure-openai-responses",
+    ):
         assert thinking.thinking_signature  # kept for replay to the same model
 
 
@@ -235,8 +243,9 @@ async def test_cancel_mid_stream(spec, server, client) -> None:
 
 
 async def test_missing_key_is_an_error_event(spec, monkeypatch) -> None:
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "GEMINI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+    for names in pt.models.ENV_API_KEYS.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
     model = spec.model("https://api.example.invalid")
     async with pt.stream_simple(model, context(), pt.StreamOptions()) as events:
         got = [e async for e in events]
