@@ -26,6 +26,7 @@ from ._errors import (
     AgentBusyError,
     ContinueError,
     EventsOverflowError,
+    OutputError,
     PiError,
     PiSessionFileError,
     ProviderError,
@@ -138,6 +139,8 @@ from .tools import (
     BeforeToolCallContext,
     BeforeToolCallResult,
     json_schema_for,
+    output_json,
+    output_tool,
     tool,
 )
 
@@ -193,6 +196,7 @@ __all__ = [
     "MessageUpdate",
     "Model",
     "ModelCost",
+    "OutputError",
     "PiError",
     "PiSessionFileError",
     "PrepareRequestContext",
@@ -265,6 +269,8 @@ __all__ = [
     "list_models",
     "mcp",
     "open_session_store",
+    "output_json",
+    "output_tool",
     "proxy",
     "register_api",
     "register_message_type",

@@ -37,7 +37,7 @@ from ..loop import (
 from ..messages import AgentMessage, ImageContent, checked_message
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ..tools import AfterToolCall, AgentContext, BeforeToolCall, OutputType
 from ._compact import compact_now
 from ._delivery import Delivery, Listener
 from ._inbox import QueuedMessage, QueueMode
@@ -104,6 +104,8 @@ class Agent(AgentOptions):
         prepare_request: PrepareRequest | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
         compaction: Compaction | None = None,
+        output_type: OutputType | None = None,
+        output_retries: int = 1,
     ) -> None:
         given = locals()  # every keyword above is a setting: one record, checked at once
         settings = AgentSettings(**{name: given[name] for name in SETTING_NAMES})

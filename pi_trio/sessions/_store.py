@@ -39,7 +39,7 @@ from ..messages import (
     now_ms,
 )
 from ..models import Model
-from ..tools import AgentTool, exception_text
+from ..tools import AgentTool, exception_text, last_output
 from ..wire import from_json, to_json
 from ._backend import Lease, SessionBackend, SessionInfo, as_leased
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
@@ -52,6 +52,7 @@ from ._repair import (
     fill,
     find_gaps,
     interrupted_result,
+    logged_result,
     needs_closing,
     restore,
     stopped_message,
@@ -261,6 +262,8 @@ class SessionStore:
             for seq, (queue, message) in image.queued.items():
                 (agent.steer if queue == "steer" else agent.follow_up)(message)
                 recorder.adopt_queued(seq, queue, message)
+            # the last run's structured output, from the log's last tool results
+            agent.state.output = last_output(agent.state.messages, agent.settings.output_tool)
             recorder.agent = agent
             agent.recorder = recorder
             await recorder.flush()
@@ -430,7 +433,7 @@ async def _repair_tail(
         call = gap.call
         logged = image.results.get(call.id)
         if logged is not None:
-            result: AgentMessage = _logged_result(image.session_id, *logged)
+            result: AgentMessage = logged_result(image.session_id, *logged)
         elif call.id in image.intents:
             tool = tools.get(call.name)
             if tool is not None and tool.replay == "safe":
@@ -457,25 +460,6 @@ async def _repair_tail(
             reason = repaired[-1].stop_reason
         recorder.note("run_end", {"reason": reason, "repaired": True})
     return repaired
-
-
-def _logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
-    """The result message of a tool whose result was logged (its write-back was not)."""
-    try:
-        return from_json(
-            {
-                "role": "toolResult",
-                "toolCallId": data["toolCallId"],
-                "toolName": data["toolName"],
-                "content": data["content"],
-                "details": data.get("details"),
-                "isError": data["isError"],
-                "timestamp": when or now_ms(),
-            },
-            ToolResultMessage,
-        )
-    except Exception as exc:
-        raise entry_error(session_id, seq, f"unreadable tool_result entry ({exc})") from None
 
 
 async def _replay(

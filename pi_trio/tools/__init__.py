@@ -20,11 +20,13 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from ._output import OUTPUT_KEY, OutputType, has_output, last_output, output_json, output_tool
 from ._results import error_result
 from ._validation import ArgumentValidator, json_schema_for
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
+    "OUTPUT_KEY",
     "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
@@ -37,11 +39,16 @@ __all__ = [
     "BeforeToolCallResult",
     "Emit",
     "OnUpdate",
+    "OutputType",
     "ToolBatch",
     "ToolExecute",
     "ToolExecutionMode",
     "error_result",
     "exception_text",
+    "has_output",
     "json_schema_for",
+    "last_output",
+    "output_json",
+    "output_tool",
     "tool",
 ]
