@@ -179,10 +179,7 @@ async def test_no_retries_ends_the_run_at_the_first_failure() -> None:
 
 async def test_a_json_schema_dict_gives_the_validated_dict() -> None:
     agent, scripted = make_scripted_agent(
-        [
-            faux.assistant_message([faux.tool_call("final_result", {"city": "Oslo"})]),
-            faux.assistant_message([faux.tool_call("final_result", {"city": "Oslo", "celsius": "-3"})]),
-        ],
+        [answer({"city": "Oslo"}), answer({"city": "Oslo", "celsius": "-3"})],
         [],
         output_type=DICT_SCHEMA,
     )
@@ -225,7 +222,7 @@ async def test_text_answers_count_against_the_retries() -> None:
     assert len(scripted.calls) == 2
     assert agent.state.output is None
     assert agent.state.error_message == (
-        'Structured output failed after 2 attempts: the model answered in text instead of '
+        "Structured output failed after 2 attempts: the model answered in text instead of "
         'calling the tool "final_result"'
     )
     assert isinstance(agent.state.error, pt.OutputError)
@@ -299,9 +296,9 @@ async def test_an_abort_before_the_answer_leaves_none() -> None:
     )
 
     def abort_on_the_nudge(event: pt.AgentEvent) -> None:
-        if isinstance(event, pt.MessageEnd) and isinstance(event.message, pt.UserMessage):
-            if "final_result" in str(event.message.content):
-                agent.abort()
+        message = event.message if isinstance(event, pt.MessageEnd) else None
+        if isinstance(message, pt.UserMessage) and "final_result" in str(message.content):
+            agent.abort()
 
     agent.subscribe(abort_on_the_nudge)
     await agent.prompt("go")
@@ -345,7 +342,7 @@ def test_a_bad_output_type_raises_where_it_is_set() -> None:
         pt.Agent(output_type=dict)
     with pytest.raises(TypeError, match="got a list"):
         pt.Agent(output_type=[])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match='must describe an object'):
+    with pytest.raises(ValueError, match="must describe an object"):
         pt.Agent(output_type={"type": "array"})
     with pytest.raises(ValueError, match="invalid tool parameters schema"):
         pt.Agent(output_type={"type": "object", "properties": {"x": {"type": 3}}})
@@ -361,3 +358,17 @@ def test_a_bad_output_type_raises_where_it_is_set() -> None:
     with pytest.raises(TypeError):
         agent.output_type = 3  # type: ignore[assignment]
     assert agent.output_type is Invoice  # the refused value changed nothing
+
+
+async def test_a_follow_up_after_an_answer_gets_its_own_retries() -> None:
+    agent, scripted = make_scripted_agent(
+        [answer(INVALID, "a"), answer(VALID, "b"), answer(INVALID, "c"), answer(VALID, "d")],
+        [],
+        output_type=Invoice,
+        output_retries=1,
+    )
+    agent.follow_up("and once more")
+    await agent.prompt("go")
+    assert len(scripted.calls) == 4
+    assert agent.state.output == INVOICE
+    assert agent.state.error_message is None
