@@ -5,7 +5,10 @@ Each test runs a scripted model and checks the value, the transcript and what wa
 from __future__ import annotations
 
 import enum
+import importlib.util
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -372,3 +375,22 @@ async def test_a_follow_up_after_an_answer_gets_its_own_retries() -> None:
     assert len(scripted.calls) == 4
     assert agent.state.output == INVOICE
     assert agent.state.error_message is None
+
+
+async def test_the_docs_example_runs_and_retries_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PI_TRIO_MODEL", raising=False)
+    path = Path(__file__).parents[1] / "docs" / "examples" / "structured_output.py"
+    spec = importlib.util.spec_from_file_location("structured_output_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    # registered: its annotations are resolved in its module, as when it runs as __main__
+    monkeypatch.setitem(sys.modules, spec.name, example)
+    spec.loader.exec_module(example)
+    agent = example.make_agent()
+    await agent.prompt(example.EMAIL)
+    invoice = agent.state.output
+    assert isinstance(invoice, example.Invoice)
+    assert [line.amount for line in invoice.lines] == [1200.0, 80.0]
+    first_result = next(m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage))
+    assert first_result.is_error  # "twelve hundred" went back as a validation error
+    assert await example.main() == invoice
