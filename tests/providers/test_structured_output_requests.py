@@ -59,3 +59,23 @@ async def test_each_request_forces_a_tool_call_and_the_streamed_call_is_the_outp
         assert body[key] == value
         assert _tool_names(spec.api, body) == ["final_result"]
     assert "a text answer is not accepted" in json.dumps(server.requests[1].json())
+
+
+@pytest.mark.parametrize("choice", ["required", {"name": "final_result"}, "none"])
+async def test_anthropic_with_thinking_gets_auto_for_a_forced_tool_choice(
+    server: ScriptedServer, client: httpx.AsyncClient, choice: Any
+) -> None:
+    # Anthropic refuses "any" and "tool" with thinking on (a 400): such a request asks for
+    # "auto", and a text answer is nudged instead
+    spec = next(s for s in SPECS if s.api == "anthropic-messages")
+    server.script(spec.path, SSE(spec.text))
+    context = pt.Context("Be brief.", [pt.UserMessage("Hi")], [pt.output_tool(WEATHER).spec])
+    options = pt.StreamOptions(
+        api_key=KEY, http_client=client, reasoning="high", tool_choice=choice
+    )
+    async with pt.stream_simple(spec.model(server.url), context, options) as events:
+        async for _ in events:
+            pass
+    body = server.requests[-1].json()
+    assert "thinking" in body
+    assert body["tool_choice"] == {"type": "none" if choice == "none" else "auto"}
