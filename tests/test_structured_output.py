@@ -394,3 +394,19 @@ async def test_the_docs_example_runs_and_retries_once(monkeypatch: pytest.Monkey
     first_result = next(m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage))
     assert first_result.is_error  # "twelve hundred" went back as a validation error
     assert await example.main() == invoice
+
+
+async def test_a_hook_that_strips_the_value_makes_the_call_a_failed_attempt() -> None:
+    def strip(ctx: pt.AfterToolCallContext) -> pt.AfterToolCallResult:
+        return pt.AfterToolCallResult(details={"redacted": True})
+
+    agent, _ = make_scripted_agent(
+        [answer(VALID)], [], output_type=Invoice, output_retries=0, after_tool_call=strip
+    )
+    await agent.prompt("go")
+    assert agent.state.output is None
+    assert agent.state.error_message is not None
+    assert agent.state.error_message.endswith(
+        'the last call of "final_result" was invalid: its result holds no value '
+        "(an after_tool_call hook replaced its details?)"
+    )

@@ -110,7 +110,7 @@ class OutputGuard:
             self.failures = 0
             return False
         self.failures += 1
-        last_error = _text(calls[-1]) if calls else None
+        last_error = _failure_text(calls[-1]) if calls else None
         if self.failures > self.retries:
             self.failure = _failure(tool.name, self.failures, last_error)
             loop_logger.warning("%s", self.failure)
@@ -132,7 +132,11 @@ class OutputGuard:
         return taken
 
 
-def _text(result: ToolResultMessage) -> str:
+def _failure_text(result: ToolResultMessage) -> str:
+    """What went wrong with a call of the output tool: its error result's text (pi's
+    validation error, say), or why a result that is no error holds no value."""
+    if not result.is_error:
+        return "its result holds no value (an after_tool_call hook replaced its details?)"
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 

@@ -9,6 +9,11 @@ to that state, and to the sink's, before it delivers it. So wherever a cancellat
 only then are the closing events delivered, in one shielded scope bounded by
 ``config.close_timeout``.
 
+With structured output (``config.output_tool``) an :class:`OutputGuard` adds the output tool to
+the requests, has its say in whether the model is asked again after each turn (the batch's
+step, :meth:`_Run._run_tools`), puts its nudge first in the steering poll, and, once the attempts
+are used up, stands in for the next request with pi's failed response.
+
 Failures of the application's callbacks (the event sink, a steering poll,
 ``should_stop_after_turn``) end the run the same way, with stop_reason "error": the run's own
 cancel scope is cancelled, so the failure travels as a cancellation through whatever is running
