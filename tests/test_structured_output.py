@@ -410,3 +410,11 @@ async def test_a_hook_that_strips_the_value_makes_the_call_a_failed_attempt() ->
         'the last call of "final_result" was invalid: its result holds no value '
         "(an after_tool_call hook replaced its details?)"
     )
+
+
+def test_the_loop_config_refuses_an_output_type_where_it_wants_the_tool() -> None:
+    model = pt.get_model("faux", "faux-1")
+    with pytest.raises(TypeError, match=r"output_tool must be a pt.AgentTool \(pt.output_tool"):
+        pt.AgentLoopConfig(model, output_tool=Invoice)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="output_retries must be >= 0"):
+        pt.AgentLoopConfig(model, output_tool=pt.output_tool(Invoice), output_retries=-1)
