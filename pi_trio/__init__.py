@@ -27,6 +27,7 @@ from ._errors import (
     AgentBusyError,
     ContinueError,
     EventsOverflowError,
+    OutputError,
     PiError,
     PiSessionFileError,
     ProviderError,
@@ -143,6 +144,8 @@ from .tools import (
     BeforeToolCallResult,
     ToolDecision,
     json_schema_for,
+    output_json,
+    output_tool,
     tool,
 )
 
@@ -199,6 +202,7 @@ __all__ = [
     "MessageUpdate",
     "Model",
     "ModelCost",
+    "OutputError",
     "PiError",
     "PiSessionFileError",
     "PrepareRequestContext",
@@ -273,6 +277,8 @@ __all__ = [
     "list_models",
     "mcp",
     "open_session_store",
+    "output_json",
+    "output_tool",
     "proxy",
     "register_api",
     "register_message_type",

@@ -18,6 +18,7 @@ __all__ = [
     "count_or_none",
     "hook_field",
     "instance_of",
+    "non_negative_count",
     "non_negative_seconds",
     "one_of",
     "positive_or_none",
@@ -103,6 +104,19 @@ def count_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) ->
         raise TypeError(f"{attribute.name} must be an int >= 1 or None, got {describe(value)}")
     if value < 1:
         raise ValueError(f"{attribute.name} must be >= 1 or None, got {value!r}")
+
+
+def non_negative_count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An int >= 0.
+
+    Raises:
+        TypeError: not an int (a bool neither).
+        ValueError: below 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{attribute.name} must be an int >= 0, got {describe(value)}")
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
 
 
 def positive_or_none(unit: str) -> Validator:

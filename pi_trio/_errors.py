@@ -12,6 +12,7 @@ working. The classes are not final: an application may derive its own errors fro
     ├── ToolArgumentError (ValueError)      a tool call's arguments did not validate
     ├── ProviderNotFoundError (LookupError) unknown wire API, provider or model
     ├── ProviderError                       a model request that failed (a record, not raised)
+    ├── OutputError                         a run's structured output failed (a record, not raised)
     ├── EventsOverflowError                 an agent.events() reader fell too far behind
     ├── SessionBusyError (RuntimeError)     a session driven by another holder, or lost by this one
     ├── SessionLogError (ValueError)        a session log or store that pi_trio cannot read
@@ -34,6 +35,7 @@ __all__ = [
     "AgentBusyError",
     "ContinueError",
     "EventsOverflowError",
+    "OutputError",
     "PiError",
     "PiSessionFileError",
     "ProviderError",
@@ -180,6 +182,43 @@ def _rebuild_provider_error(
     cls: type[ProviderError], message: str, fields: dict[str, object]
 ) -> ProviderError:
     return cls(message, **fields)  # type: ignore[arg-type]
+
+
+class OutputError(PiError):
+    """A run that asked for structured output (``pt.Agent(output_type=...)``) and did not get
+    it: the model's attempts failed more often than ``output_retries`` allows. A record, like
+    :class:`ProviderError`: the run ends with an assistant message whose stop_reason is
+    "error" and whose ``error_message`` is ``str(this)``, and this record is the run's
+    ``AgentEnd.error`` and ``agent.state.error``.
+
+    Attributes (also the keyword arguments):
+        message: the error_message.
+        tool_name: the output tool's name.
+        attempts: how many attempts failed.
+        last_error: the last attempt's failure: pi's validation error for an invalid call,
+            or None when the model answered in text instead of calling the tool.
+    """
+
+    def __init__(
+        self, message: str, *, tool_name: str, attempts: int, last_error: str | None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tool_name = tool_name
+        self.attempts = attempts
+        self.last_error = last_error
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_output_error,
+            (self.message, self.tool_name, self.attempts, self.last_error),
+        )
+
+
+def _rebuild_output_error(
+    message: str, tool_name: str, attempts: int, last_error: str | None
+) -> OutputError:
+    return OutputError(message, tool_name=tool_name, attempts=attempts, last_error=last_error)
 
 
 class EventsOverflowError(PiError):

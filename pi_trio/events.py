@@ -127,12 +127,12 @@ class AgentStart:
 @final
 @attrs.define(unsafe_hash=True)
 class AgentEnd:
-    """The run is over; ``messages`` are the messages this run added.
-
-    ``error`` (pi_trio's addition, not in pi's JSON): the exception behind a run that ended
-    with stop_reason "error": a :class:`pi_trio.ProviderError` for a provider's failure, else
-    what the stream function, a hook or a listener raised (its text is the error message);
-    ``None`` for a run that ended normally or was aborted.
+    """The run is over; ``messages`` are the messages this run added. pi_trio's additions,
+    not in pi's JSON: ``error``, the exception behind a run that ended with stop_reason "error"
+    (a :class:`pi_trio.ProviderError` for a provider's failure, a :class:`pi_trio.OutputError`,
+    else what the stream function, a hook or a listener raised: its text is the error message),
+    None for a run that ended normally or was aborted; ``output``, the structured output's
+    validated value (``output_type``: an instance of the output class, or a dict), or None.
     """
 
     type: ClassVar[Literal["agent_end"]] = "agent_end"
@@ -140,6 +140,7 @@ class AgentEnd:
     error: BaseException | None = attrs.field(
         default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE
     )
+    output: Any = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
     extra: dict[str, Any] | None = kept_field()
     seq: int | None = attrs.field(default=None, kw_only=True, eq=False, metadata=NOT_ON_WIRE)
 

@@ -37,7 +37,7 @@ from ..loop import (
 from ..messages import AgentMessage, ImageContent, checked_message
 from ..models import Model
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, AgentContext, BeforeToolCall
+from ..tools import AfterToolCall, AgentContext, BeforeToolCall, OutputType
 from ._approvals import Approvals, undecided_text
 from ._budgets import Spending, spending_during
 from ._compact import compact_now
@@ -106,6 +106,8 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         prepare_request: PrepareRequest | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
         compaction: Compaction | None = None,
+        output_type: OutputType | None = None,
+        output_retries: int = 1,
     ) -> None:
         given = locals()  # every keyword above is a setting: one record, checked at once
         settings = AgentSettings(**{name: given[name] for name in SETTING_NAMES})

@@ -66,5 +66,7 @@ def loop_config(
         prepare_request=settings.prepare_request,
         prepare_next_turn=settings.prepare_next_turn,
         compaction=settings.compaction,
+        output_tool=settings.output_tool,
+        output_retries=settings.output_retries,
     )
     return config, spending

@@ -24,7 +24,7 @@ from ..loop import (
     TransformContext,
 )
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, BeforeToolCall
+from ..tools import AfterToolCall, BeforeToolCall, OutputType
 from ._inbox import QueueMode
 from ._recorder import Recorder
 from ._settings import SETTING_NAMES, AgentSettings, recorder_change_problem
@@ -161,3 +161,5 @@ class AgentOptions:
     prepare_request = SettingField[PrepareRequest | None]()
     prepare_next_turn = SettingField[PrepareNextTurn | None]()
     compaction = SettingField[Compaction | None]()
+    output_type = SettingField[OutputType | None]()
+    output_retries = SettingField[int]()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, final
 
 import attrs
@@ -10,6 +11,7 @@ from .._checks import (
     count_or_none,
     hook_field,
     instance_of,
+    non_negative_count,
     non_negative_seconds,
     one_of,
     positive_or_none,
@@ -28,7 +30,7 @@ from ..loop import (
     TransformContext,
 )
 from ..providers import StreamFn, StreamOptions
-from ..tools import AfterToolCall, BeforeToolCall
+from ..tools import AfterToolCall, AgentTool, BeforeToolCall, OutputType, output_tool
 from ._inbox import QueueMode
 from ._recorder import Recorder
 
@@ -50,6 +52,13 @@ def _recorder(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
 
 
 _QUEUE_MODE = one_of("one-at-a-time", "all")
+
+
+def _output_type(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An attrs class or a JSON-schema dict of an object, or None: checked by making its
+    tool (which raises the ``TypeError`` or ``ValueError`` that says what is wrong)."""
+    if value is not None:
+        output_tool(value)
 
 
 @final
@@ -82,6 +91,13 @@ class AgentSettings:
     nested in a tool (a sub-agent) also ends once an enclosing run's last two are used up.
     ``compaction``: a :class:`pt.Compaction` to summarise the transcript's older messages when
     it nears the model's context window (None: never, as pi 0.73.1).
+    ``output_type`` (structured output; None: none, as pi): an attrs class or a JSON-schema
+    dict; every run offers :func:`pt.output_tool` of it, asks for a tool call, and ends once
+    the model called it with valid arguments, with the value in ``state.output``; a text
+    answer is followed by a message telling the model to call it. ``output_retries``: how
+    many failed attempts (a text answer, an invalid call) the model may follow with another;
+    one more ends the run with stop_reason "error" (``state.error``: a
+    :class:`pt.OutputError`). ``output_tool`` is the tool made from ``output_type``.
 
     Raises:
         TypeError: a hook that is not callable, or a value of the wrong type.
@@ -124,6 +140,14 @@ class AgentSettings:
         default=None,
         validator=attrs.validators.optional(instance_of(Compaction, "a pt.Compaction or None")),
     )
+    output_type: OutputType | None = attrs.field(default=None, validator=_output_type)
+    output_retries: int = attrs.field(default=1, validator=non_negative_count)
+
+    @functools.cached_property
+    def output_tool(self) -> AgentTool | None:
+        """The tool the model answers through, made from ``output_type`` once per record
+        (None without one)."""
+        return None if self.output_type is None else output_tool(self.output_type)
 
     def evolve(self, **changes: Any) -> AgentSettings:
         """A copy with ``changes`` (checked like the original).

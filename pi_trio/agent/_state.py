@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, TypeAlias, final
+from typing import Any, Literal, TypeAlias, final
 
 import attrs
 
@@ -115,6 +115,9 @@ class AgentState:
     if some closing events could not be delivered. ``error`` is the exception behind the last
     run's failure (``AgentEnd.error``: a ``pt.ProviderError`` for a provider's failure, see
     ``provider_error``), ``None`` after a run that ended normally or was aborted.
+    ``output`` is the last run's structured output (``pt.Agent(output_type=...)``): the
+    validated value (an instance of the output class, or a dict), or None (no output type, a
+    run that failed or was aborted before its answer, or a run under way).
     """
 
     system_prompt: str = ""
@@ -132,6 +135,7 @@ class AgentState:
     _pending: set[str] | None = attrs.field(default=None, init=False, repr=False)
     error_message: str | None = attrs.field(default=None, init=False)
     error: BaseException | None = attrs.field(default=None, init=False)
+    output: Any = attrs.field(default=None, init=False)
     compaction_usage: tuple[int, float] = attrs.field(default=(0, 0.0), init=False, repr=False)
     """Tokens and cost of the summaries compaction made in the current (or last) run, which
     the budgets count (pi_trio's addition)."""
@@ -297,6 +301,7 @@ class AgentState:
         elif cls is AgentEnd:
             self.streaming_message = None
             self.error = event.error  # type: ignore[union-attr,assignment]
+            self.output = event.output  # type: ignore[union-attr]
         else:
             self._apply_rare(event)
 
@@ -313,7 +318,7 @@ class AgentState:
         """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
         self.is_streaming = True
         self.streaming_message = None
-        self.error_message = self.error = None
+        self.error_message = self.error = self.output = None
         self.compaction_usage = (0, 0.0)
 
     def end_run(self) -> None:
@@ -333,4 +338,4 @@ class AgentState:
         self.is_streaming = False
         self.streaming_message = None
         self._pending = None
-        self.error_message = self.error = None
+        self.error_message = self.error = self.output = None

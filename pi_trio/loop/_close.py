@@ -25,7 +25,7 @@ from ..events import AgentEnd, AgentEvent, TurnEnd, TurnStart
 from ..messages import AssistantMessage, TextContent
 from ..models import Model
 from ..providers import ABORTED_MESSAGE
-from ..tools import ToolBatch
+from ..tools import AgentTool, ToolBatch, last_output
 from ._emit import Emitter
 from ._phase import Answered, BetweenTurns, Ended, Phase, Requesting, RunningTools, Streaming
 from ._response import bare_message
@@ -33,9 +33,13 @@ from ._response import bare_message
 __all__ = ["closing_events"]
 
 
-def closing_events(phase: Phase, emitter: Emitter, model: Model) -> list[AgentEvent]:
+def closing_events(
+    phase: Phase, emitter: Emitter, model: Model, output_tool: AgentTool | None = None
+) -> list[AgentEvent]:
     """Complete the run's state to pi's aborted shape (stop_reason "error" when the emitter
-    noted a failure) from ``phase``; return the events to deliver, each applied already."""
+    noted a failure) from ``phase``; return the events to deliver, each applied already.
+    With structured output (``output_tool``), ``agent_end`` carries the value the transcript
+    ends with (a run that had its answer when the abort came keeps it)."""
     closer = _Closer(emitter, model)
     transcript = emitter.transcript
     match phase:
@@ -59,7 +63,9 @@ def closing_events(phase: Phase, emitter: Emitter, model: Model) -> list[AgentEv
             closer.bare_turn(open_turn=True)
         case BetweenTurns():
             closer.bare_turn()  # queued messages already taken from their queue go in first
-    closer.add(AgentEnd(transcript.new_messages, error=closer.failure))
+    new_messages = transcript.new_messages
+    output = None if output_tool is None else last_output(new_messages, output_tool)
+    closer.add(AgentEnd(new_messages, error=closer.failure, output=output))
     return closer.events
 
 

@@ -12,6 +12,7 @@ from .._checks import (
     count_or_none,
     describe,
     instance_of,
+    non_negative_count,
     non_negative_seconds,
     one_of,
     positive_or_none,
@@ -229,6 +230,14 @@ class AgentLoopConfig:
     first runs them with these decisions (approved ones execute, denied ones get an error
     result), in a turn of their own, then goes on as usual.
 
+    ``output_tool`` (structured output, an addition; see :func:`pt.output_tool`): every
+    request offers it (and asks for a tool call, ``tool_choice="required"``, unless
+    ``stream_options`` chose otherwise); a turn whose batch holds a valid call of it ends the
+    run, whose ``AgentEnd.output`` is the value. A text answer is followed by a user message
+    telling the model to call it; a text answer and an invalid call each count as a failed
+    attempt, and after ``output_retries`` + 1 of them in a row the run ends with an assistant
+    message whose stop_reason is "error" (``AgentEnd.error``: a :class:`pt.OutputError`).
+
     Raises:
         TypeError: a hook that is not callable, a setting of the wrong type.
         ValueError: a setting out of range (each message names it and what it takes).
@@ -275,6 +284,14 @@ class AgentLoopConfig:
     tool_decisions: Mapping[str, ToolDecision] | None = attrs.field(
         default=None, kw_only=True, converter=_decisions_or_none
     )
+    output_tool: AgentTool | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(
+            instance_of(AgentTool, "a pt.AgentTool (pt.output_tool(...)) or None")
+        ),
+    )
+    output_retries: int = attrs.field(default=1, kw_only=True, validator=non_negative_count)
 
     def __attrs_post_init__(self) -> None:
         hooks = (

@@ -9,6 +9,11 @@ to that state, and to the sink's, before it delivers it. So wherever a cancellat
 only then are the closing events delivered, in one shielded scope bounded by
 ``config.close_timeout``.
 
+With structured output (``config.output_tool``) an :class:`OutputGuard` adds the output tool to
+the requests, has its say in whether the model is asked again after each turn (the batch's
+step, :meth:`_Run._run_tools`), puts its nudge first in the steering poll, and, once the attempts
+are used up, stands in for the next request with pi's failed response.
+
 Failures of the application's callbacks (the event sink, a steering poll,
 ``should_stop_after_turn``) end the run the same way, with stop_reason "error": the run's own
 cancel scope is cancelled, so the failure travels as a cancellation through whatever is running
@@ -29,12 +34,13 @@ from .._telemetry import RunTracing, start_run, tracing_on
 from ..events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
 from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 from ..providers import stream_simple
-from ..tools import AgentContext, ToolBatch
+from ..tools import AgentContext, ToolBatch, last_output
 from ._awaiting import unanswered_calls
 from ._close import closing_events
 from ._compact import Compactor
-from ._config import AgentLoopConfig, FinishTurnDecision, TurnContext
+from ._config import AgentLoopConfig, FinishTurnDecision, GetMessages, TurnContext
 from ._emit import Emitter
+from ._output import OutputGuard
 from ._phase import (
     AWAITING,
     BETWEEN_TURNS,
@@ -47,7 +53,7 @@ from ._phase import (
     RunningTools,
 )
 from ._request import TurnSetup, build_request
-from ._response import settled_message, stream_response
+from ._response import bare_message, settled_message, stream_response
 from ._sink import EventSink
 from ._transcript import Transcript
 
@@ -70,8 +76,9 @@ class _Run:
 
     # thousands of agents may be mid-run at once
     __slots__ = (
-        "compactor", "config", "emitter", "hooks_see_turns", "open_calls", "phase", "respond",
-        "response_error", "setup", "stream_fn", "tracing", "transcript",
+        "compactor", "config", "emitter", "get_steering", "hooks_see_turns", "open_calls",
+        "output", "phase", "respond", "response_error", "setup", "stream_fn", "tracing",
+        "transcript",
     )  # fmt: skip
 
     def __init__(
@@ -86,7 +93,14 @@ class _Run:
         self.transcript = Transcript(context.messages, incremental_llm=incremental)
         scope = cancel_scope if cancel_scope is not None else trio.CancelScope()
         self.emitter = Emitter(sink, self.transcript, scope, config.close_timeout)
-        self.setup = TurnSetup(context, config.model, config.stream_options)
+        options = config.stream_options
+        self.get_steering: GetMessages | None = config.get_steering_messages
+        self.output: OutputGuard | None = None  # structured output, when asked for
+        if config.output_tool is not None:
+            self.output = OutputGuard(config.output_tool, config.output_retries, self.get_steering)
+            self.get_steering = self.output.poll_steering  # a nudge after a text answer
+            context, options = self.output.offer(context, options)
+        self.setup = TurnSetup(context, config.model, options)
         self.stream_fn = config.stream_fn or stream_simple
         self.phase: Phase = BETWEEN_TURNS  # set in this class only, before the event it starts
         self.hooks_see_turns = (
@@ -169,7 +183,7 @@ class _Run:
         first), then follow-ups once the agent would stop."""
         config = self.config
         first_turn = True
-        pending = await self._poll(config.get_steering_messages)
+        pending = await self._poll(self.get_steering)
         turn: TurnContext | None = None  # the last turn, built for the hooks given it
         continue_once = False  # finish_turn asked for one more request
         while True:
@@ -197,7 +211,7 @@ class _Run:
                     await self._end()
                     return
                 continue_once = decision == "continue"
-                pending = await self._poll(config.get_steering_messages)
+                pending = await self._poll(self.get_steering)
                 if more_tool_calls or pending:
                     continue_once = False  # a request follows anyway
             pending = await self._poll(config.get_follow_up_messages)
@@ -290,6 +304,18 @@ class _Run:
                 self.phase = self._after(message)
         return message
 
+    async def _respond_output_failed(self) -> AssistantMessage:
+        """The response of a turn after the structured output's attempts were used up, made
+        without a request: an empty assistant message with stop_reason "error" naming the
+        last failure (the run then ends as after a provider's error)."""
+        assert self.output is not None and self.output.failure is not None
+        failure = self.response_error = self.output.failure
+        message = bare_message(self.setup.model, "error", str(failure))
+        self.phase = self._after(message)
+        self.transcript.take((message,))
+        await self._announce_taken()
+        return message
+
     async def _answer_open_calls(self) -> AssistantMessage:
         """The first turn of a run that continues calls that waited for a decision: no
         request; the turn runs those calls with the decisions (``config.tool_decisions``),
@@ -331,22 +357,28 @@ class _Run:
 
     async def _run_tools(self, message: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         """Run the response's tool batch, if it has one; its results, and whether the model is
-        to be asked again (not every result asked to terminate)."""
+        to be asked again: not every result asked to terminate; with structured output, as
+        :meth:`OutputGuard.judge` says."""
         phase = self.phase
-        if not isinstance(phase, RunningTools):
-            return [], False
-        batch = phase.batch
-        refuse = None
-        if message.stop_reason == "length":
-            refuse = LENGTH_TOOL_TEXT.format(name=", ".join(call.name for call in batch.calls))
-        try:
-            await batch.run(refuse)
-        except Exception as exc:  # a hook of the batch itself (steering_signal)
-            await self.emitter.fail(exc)
-        awaiting = batch.any_waiting  # calls wait for a person: the run ends after this turn
-        more_tool_calls = not awaiting and not batch.terminate
-        self.phase = Answered(message, batch.messages, not more_tool_calls, awaiting)
-        return batch.messages, more_tool_calls
+        results: list[ToolResultMessage] = []
+        more_tool_calls = awaiting = False
+        if isinstance(phase, RunningTools):
+            batch = phase.batch
+            refuse = None
+            if message.stop_reason == "length":
+                refuse = LENGTH_TOOL_TEXT.format(name=", ".join(call.name for call in batch.calls))
+            try:
+                await batch.run(refuse)
+            except Exception as exc:  # a hook of the batch itself (steering_signal)
+                await self.emitter.fail(exc)
+            awaiting = batch.any_waiting  # calls wait for a person: the run ends after this turn
+            results, more_tool_calls = batch.messages, not awaiting and not batch.terminate
+        if self.output is not None:
+            more_tool_calls = self.output.judge(message, results, more_tool_calls)
+            if self.output.failure is not None:
+                self.respond = _Run._respond_output_failed
+        self.phase = Answered(message, results, not more_tool_calls, awaiting)
+        return results, more_tool_calls
 
     async def _end_turn(
         self,
@@ -371,11 +403,14 @@ class _Run:
 
     async def _end(self) -> None:
         self.phase = ENDED
-        await self.emitter.emit(AgentEnd(self.transcript.new_messages, error=self.response_error))
+        new_messages = self.transcript.new_messages
+        output = None if self.output is None else last_output(new_messages, self.output.tool)
+        await self.emitter.emit(AgentEnd(new_messages, error=self.response_error, output=output))
 
     async def _close(self) -> None:
         """Complete the transcript to pi's aborted shape, then deliver the closing events."""
-        events = closing_events(self.phase, self.emitter, self.setup.model)
+        tool = None if self.output is None else self.output.tool
+        events = closing_events(self.phase, self.emitter, self.setup.model, tool)
         self.phase = ENDED
         await self.emitter.close(events)
 
@@ -409,13 +444,16 @@ class _Run:
             setup = self.setup
             context, options = setup.context, setup.options
             if update.tools is not None:
-                context = attrs.evolve(context, tools=list(update.tools))
+                tools = list(update.tools)
+                if self.output is not None:
+                    tools = self.output.tools_with_output(tools)
+                context = attrs.evolve(context, tools=tools)
             if update.thinking_level is not None:
                 level = None if update.thinking_level == "off" else update.thinking_level
                 options = attrs.evolve(options, reasoning=level)
             self.setup = TurnSetup(context, update.model or setup.model, options)
         if not pending:  # preparing may take a while: steering queued meanwhile goes in now
-            await self._poll(self.config.get_steering_messages)
+            await self._poll(self.get_steering)
 
 
 def run(

@@ -11,6 +11,11 @@ Thinking: a reasoning level asks for adaptive thinking on the models that have
 it (Opus/Sonnet 4.6+) and for a token budget elsewhere, growing ``max_tokens`` by
 the budget like pi-ai. Prompt caching marks the system prompt, the last tool
 and the last user block as ephemeral unless ``cache_retention`` is "none".
+
+``tool_choice``: "required" is Anthropic's ``any``, a name its ``tool``; with thinking on,
+Anthropic refuses both (only ``auto`` and ``none`` go with thinking), so they are sent as
+``auto`` then, and a model that answers in text is told to call the tool by whoever needed it
+(structured output does).
 """
 
 from __future__ import annotations
@@ -212,6 +217,8 @@ def build_request(
             kinds = {"auto": "auto", "none": "none", "required": "any"}
             named = {"type": "tool", "name": name}
             body["tool_choice"] = {"type": kinds[word]} if name is None else named
+            if thinking and word != "none":  # forced tool use is refused with thinking
+                body["tool_choice"] = {"type": "auto"}
     if model.reasoning:
         if thinking and _adaptive(model):
             level = options.reasoning

@@ -16,9 +16,17 @@ from typing import Any, Final, Literal
 import attrs
 
 from ..coding_messages import CompactionSummary
-from ..messages import AgentMessage, AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    now_ms,
+)
 from ..models import Model
 from ..tools import ToolDecision
+from ..wire import from_json
 from ._backend import StoredRow
 from ._entries import (
     QueueName,
@@ -37,6 +45,7 @@ __all__ = [
     "SessionImage",
     "find_gaps",
     "interrupted_result",
+    "logged_result",
     "needs_closing",
     "repair_transcript",
     "restore",
@@ -341,3 +350,22 @@ def _restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
             raise entry_error(session_id, seq, f"a {kind} entry without {exc}") from None
         image.last_seq = seq
     return image
+
+
+def logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
+    """The result message of a tool whose result was logged (its write-back was not)."""
+    try:
+        return from_json(
+            {
+                "role": "toolResult",
+                "toolCallId": data["toolCallId"],
+                "toolName": data["toolName"],
+                "content": data["content"],
+                "details": data.get("details"),
+                "isError": data["isError"],
+                "timestamp": when or now_ms(),
+            },
+            ToolResultMessage,
+        )
+    except Exception as exc:
+        raise entry_error(session_id, seq, f"unreadable tool_result entry ({exc})") from None

@@ -14,16 +14,15 @@ from typing import Any
 
 from ..agent import AgentState
 from ..events import ToolExecutionEnd, ToolResult
-from ..messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage, now_ms
+from ..messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage
 from ..tools import AgentTool, exception_text
-from ..wire import from_json
-from ._entries import entry_error
 from ._recorder import SessionRecorder
 from ._repair import (
     SessionImage,
     fill,
     find_gaps,
     interrupted_result,
+    logged_result,
     needs_closing,
     stopped_message,
     waiting_calls,
@@ -83,25 +82,6 @@ async def repair_tail(
             reason = repaired[-1].stop_reason
         recorder.note("run_end", {"reason": reason, "repaired": True})
     return repaired
-
-
-def logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
-    """The result message of a tool whose result was logged (its write-back was not)."""
-    try:
-        return from_json(
-            {
-                "role": "toolResult",
-                "toolCallId": data["toolCallId"],
-                "toolName": data["toolName"],
-                "content": data["content"],
-                "details": data.get("details"),
-                "isError": data["isError"],
-                "timestamp": when or now_ms(),
-            },
-            ToolResultMessage,
-        )
-    except Exception as exc:
-        raise entry_error(session_id, seq, f"unreadable tool_result entry ({exc})") from None
 
 
 async def _replay(

@@ -37,7 +37,7 @@ from ..messages import (
     now_ms,
 )
 from ..models import Model
-from ..tools import ToolDecision
+from ..tools import ToolDecision, last_output
 from ..wire import from_json, to_json
 from ._approvals import decide_in_store, undecided_calls
 from ._backend import Lease, SessionBackend, SessionInfo, as_leased
@@ -256,6 +256,8 @@ class SessionStore:
                 (agent.steer if queue == "steer" else agent.follow_up)(message)
                 recorder.adopt_queued(seq, queue, message)
             restore_approvals(image, agent.state)  # the calls that still wait for a person
+            # the last run's structured output, from the log's last tool results
+            agent.state.output = last_output(agent.state.messages, agent.settings.output_tool)
             recorder.agent = agent
             self._open[session_id] = agent
             agent.recorder = recorder

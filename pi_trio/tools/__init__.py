@@ -21,11 +21,13 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from ._output import OUTPUT_KEY, OutputType, has_output, last_output, output_json, output_tool
 from ._results import error_result
 from ._validation import ArgumentValidator, json_schema_for
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
+    "OUTPUT_KEY",
     "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
@@ -39,6 +41,7 @@ __all__ = [
     "BeforeToolCallResult",
     "Emit",
     "OnUpdate",
+    "OutputType",
     "ToolBatch",
     "ToolDecision",
     "ToolExecute",
@@ -46,6 +49,10 @@ __all__ = [
     "denied_result",
     "error_result",
     "exception_text",
+    "has_output",
     "json_schema_for",
+    "last_output",
+    "output_json",
+    "output_tool",
     "tool",
 ]
