@@ -14,6 +14,9 @@ text. What Trio makes structural:
   a ``message_update`` is forwarded without its partial message (see :func:`_update_json`).
   ``d`` is 1 for a child; a grandchild's events arrive inside its parent's
   ``tool_execution_update`` events with depth 2, and so on: the nesting is the tree.
+- **Structured output.** A child made with ``output_type`` gives its validated value as the
+  result: ``structured_content`` is its JSON (:func:`pt.output_json`), and so is the text; a
+  child that gave none (its attempts ran out) is the call's error result.
 - **Usage and budgets.** The result's ``usage`` is everything the child spent for this call
   (its model responses and its own tools' reported usage, grandchildren included), which the
   parent's ``max_total_tokens``/``max_cost`` count; while the child runs, the parent's
@@ -51,6 +54,7 @@ whose tools must not run twice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
@@ -82,7 +86,7 @@ from .messages import (
     Usage,
     UserMessage,
 )
-from .tools import AgentTool, OnUpdate
+from .tools import AgentTool, OnUpdate, output_json
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -266,6 +270,8 @@ def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) ->
     usage = total_usage(run)
     last = run[-1] if run else None
     details: dict[str, Any] = {"subagent": {"depth": depth, "messages": len(run)}}
+    if child.output_type is not None:
+        return _output_result(name, child, details, usage)
     if not _answered(run):
         reason = child.state.error_message
         if reason is None and isinstance(last, AssistantMessage):
@@ -274,16 +280,21 @@ def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) ->
         return ToolResult([TextContent(text)], details=details, is_error=True, usage=usage)
     assert isinstance(last, AssistantMessage)
     answer = "".join(block.text for block in last.content if isinstance(block, TextContent))
-    # Structured output (DESIGN 9.6, issue 37): when the child agent has a validated output
-    # value (``child.state.output``), it becomes this result's ``structured_content`` here,
-    # and only here. The child's state has no such value on this branch yet.
-    structured_content = None
-    return ToolResult(
-        [TextContent(answer)],
-        details=details,
-        usage=usage,
-        structured_content=structured_content,
-    )
+    return ToolResult([TextContent(answer)], details=details, usage=usage)
+
+
+def _output_result(name: str, child: Agent, details: dict[str, Any], usage: Usage) -> ToolResult:
+    """The result of a child that asked for structured output (``output_type``): its value,
+    as JSON, is the result's ``structured_content`` and its text (the child's last message is
+    its output tool's call, not an answer); an error result when it gave none."""
+    value = child.state.output
+    if value is None:
+        why = child.state.error_message or "its run ended without a valid output"
+        text = f"Sub-agent {name} gave no structured output: {why}"
+        return ToolResult([TextContent(text)], details=details, is_error=True, usage=usage)
+    data = output_json(value)
+    text = json.dumps(data, ensure_ascii=False)
+    return ToolResult([TextContent(text)], details=details, usage=usage, structured_content=data)
 
 
 def total_usage(messages: Sequence[AgentMessage]) -> Usage:

@@ -365,3 +365,45 @@ async def test_children_side_by_side_share_the_parent_s_remainder() -> None:
     assert max(turns) < 4 and sum(turns) <= 4 + 1
     used = 60 * sum(turns)
     assert f"max_total_tokens=200 reached ({used} used)" in (parent.state.error_message or "")
+
+
+async def test_a_child_s_structured_output_is_the_parent_s_structured_content() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    }
+
+    def child(tool_call_id: str, params: Any) -> pt.Agent:
+        script = [
+            faux.assistant_message("I think it is Paris."),  # text: nudged to call the tool
+            faux.assistant_message(
+                [faux.tool_call("final_result", {"city": "Paris", "population": 2102650})]
+            ),
+        ]
+        return make_agent(script, tools=(), output_type=schema)
+
+    parent = parent_of(
+        research(child),
+        calls(("research", {"task": "largest French city"})),
+        faux.assistant_message("done"),
+    )
+    events = record(parent)
+    await parent.prompt("go")
+    (end,) = [event for event in events if isinstance(event, pt.ToolExecutionEnd)]
+    assert not end.is_error
+    assert end.result.structured_content == {"city": "Paris", "population": 2102650}
+    assert end.result.content[0].text == '{"city": "Paris", "population": 2102650}'  # type: ignore[union-attr]
+
+
+async def test_a_child_that_gives_no_structured_output_is_the_call_s_error() -> None:
+    def child(tool_call_id: str, params: Any) -> pt.Agent:
+        script = [faux.assistant_message("no"), faux.assistant_message("still no")]
+        return make_agent(script, tools=(), output_type={"type": "object"}, output_retries=1)
+
+    parent = parent_of(
+        research(child), calls(("research", {"task": "x"})), faux.assistant_message("done")
+    )
+    await parent.prompt("go")
+    ((_, text, is_error),) = tool_results(parent.state.messages)
+    assert is_error and "gave no structured output" in text and "Structured output failed" in text
