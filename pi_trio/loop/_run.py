@@ -169,7 +169,11 @@ class _Run:
         first), then follow-ups once the agent would stop."""
         config = self.config
         first_turn = True
-        pending = await self._poll(config.get_steering_messages)
+        # calls that waited for decisions are answered first: a message queued meanwhile goes
+        # after their results (a user message between tool results breaks the transcript)
+        pending = False
+        if self.open_calls is None:
+            pending = await self._poll(config.get_steering_messages)
         turn: TurnContext | None = None  # the last turn, built for the hooks given it
         continue_once = False  # finish_turn asked for one more request
         while True:
