@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-async def test_a_crash_inside_an_approved_call_does_not_run_it_again(tmp_path: Path) -> None:
-    side, url = tmp_path / "side_effects", str(tmp_path / "s.db")
+async def test_a_crash_inside_an_approved_call_does_not_run_it_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    side, url = tmp_path / "side_effects", store_url
     async with pt.open_session_store(url) as store:
         async with store.open_agent(SESSION, **options(side, resumed=False)) as agent:
             await agent.prompt("refund order 17")
