@@ -26,7 +26,7 @@ import trio
 from .._callbacks import call_maybe_async
 from .._groups import plain_exception
 from .._telemetry import RunTracing, start_run, tracing_on
-from ..events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
+from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
 from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 from ..providers import stream_simple
 from ..tools import AgentContext, ToolBatch
@@ -379,7 +379,17 @@ class _Run:
 
     async def _close(self) -> None:
         """Complete the transcript to pi's aborted shape, then deliver the closing events."""
-        events = closing_events(self.phase, self.emitter, self.setup.model)
+        opening: list[AgentEvent] = []
+        if self.respond is _Run._answer_open_calls and self.phase in (REQUESTING, BETWEEN_TURNS):
+            # cut before the calls that waited for decisions ran: they get "aborted" results
+            # as in a batch cut short (else they would stay without any, behind the aborted
+            # turn, and the transcript could not go on); their turn starts first if it had not
+            assert self.open_calls is not None
+            if self.phase is BETWEEN_TURNS:
+                opening.append(TurnStart())
+                self.emitter.apply(opening[0])
+            self.phase = self._after(*self.open_calls)
+        events = opening + closing_events(self.phase, self.emitter, self.setup.model)
         self.phase = ENDED
         await self.emitter.close(events)
 
