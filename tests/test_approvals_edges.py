@@ -85,3 +85,14 @@ async def test_a_continue_cut_before_its_batch_gives_the_decided_calls_aborted_r
         assert_events_valid(events)
     await agent.prompt("go on")  # the agent is usable again
     assert agent.state.messages[-1].content[0].text == "later"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", [None, 1, ["r1"]])
+async def test_a_tool_call_id_that_is_not_a_string_is_a_type_error(bad: Any) -> None:
+    agent, _ = make_scripted_agent([mixed_batch()], (ECHO, refund_tool([])))
+    await agent.prompt("refund it")
+    with pytest.raises(TypeError, match=r"tool_call_id must be a str \(a ToolCall's \.id\)"):
+        agent.approve(bad)
+    with pytest.raises(TypeError, match="tool_call_id must be a str"):
+        agent.deny(bad, "no")
+    assert [call.id for call in agent.state.pending_approvals] == ["r1"]  # nothing decided
