@@ -274,6 +274,13 @@ def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) ->
         return _output_result(name, child, details, usage)
     if not _answered(run):
         reason = child.state.error_message
+        waiting = child.state.pending_approvals
+        if reason is None and waiting:  # nobody is asked: a child's run cannot wait for one
+            calls = ", ".join(f"{call.name} {call.id!r}" for call in waiting)
+            reason = (
+                f"its tool calls wait for a person's approval ({calls}), which a sub-agent "
+                "cannot ask for; give the child tools that need no approval"
+            )
         if reason is None and isinstance(last, AssistantMessage):
             reason = last.error_message or f"it stopped with {last.stop_reason!r}"
         text = f"Sub-agent {name} did not answer: {reason or 'its run ended without an answer'}"

@@ -61,6 +61,7 @@ class Approvals:
 
         Raises:
             KeyError: no call of that id waits, or it was decided already.
+            TypeError: ``tool_call_id`` is not a string (pass the ToolCall's ``.id``).
         """
         self._decide(tool_call_id, ToolDecision(True))
 
@@ -70,7 +71,7 @@ class Approvals:
 
         Raises:
             KeyError: no call of that id waits, or it was decided already.
-            TypeError: ``reason`` is not a string.
+            TypeError: ``tool_call_id`` or ``reason`` is not a string.
         """
         self._decide(tool_call_id, ToolDecision(False, reason))
 

@@ -203,7 +203,12 @@ class AgentState:
         Raises:
             KeyError: no call of that id waits for a decision, or it was decided already
                 (the message says which, and what waits).
+            TypeError: ``tool_call_id`` is not a string.
         """
+        if not isinstance(tool_call_id, str):
+            raise TypeError(
+                f"tool_call_id must be a str (a ToolCall's .id), got {describe(tool_call_id)}"
+            )
         waiting = self._waiting or {}
         call = waiting.get(tool_call_id)
         if call is None:

@@ -258,7 +258,15 @@ class RpcSession(PiCommands):
         behavior = command.get("streamingBehavior")
         if behavior not in (None, "steer", "followUp"):
             raise CommandError(f"streamingBehavior: expected steer or followUp, got {behavior!r}")
-        if self.busy:
+        waiting = self.agent.state.pending_approvals if not self.busy else ()
+        if self.busy or waiting:
+            if behavior is None and waiting:  # refused here, not after a "started" reply
+                calls = ", ".join(repr(call.id) for call in waiting)
+                raise CommandError(
+                    f"tool calls wait for a decision ({calls}): send an approve or deny "
+                    "command for each first, or specify streamingBehavior ('steer' or "
+                    "'followUp') to queue the message until they have results"
+                )
             if behavior is None:
                 raise CommandError(
                     "Agent is already processing. Specify streamingBehavior ('steer' or "

@@ -225,18 +225,20 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
 async def _approvals(store: Any, args: argparse.Namespace, out: TextIO) -> None:
     """``pending``: one line per waiting call; ``approve``/``deny``: a decision (the session's
     holder, or its next one, continues once every waiting call is decided)."""
-    if args.action == "pending":
-        for session_id, call in await store.pending_approvals(args.session_id):
-            arguments = json.dumps(call.arguments, ensure_ascii=False)
-            print(f"{session_id}\t{call.id}\t{call.name}({arguments})", file=out)
-        return
     try:
+        if args.action == "pending":
+            for session_id, call in await store.pending_approvals(args.session_id):
+                arguments = json.dumps(call.arguments, ensure_ascii=False)
+                print(f"{session_id}\t{call.id}\t{call.name}({arguments})", file=out)
+            return
         if args.action == "approve":
             await store.approve(args.session_id, args.call_id)
         else:
             await store.deny(args.session_id, args.call_id, args.reason)
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
+    except ValueError as exc:  # a session id the store refuses ("")
+        raise CliError(str(exc)) from None
     verb = "approved" if args.action == "approve" else "denied"
     print(f"{verb} {args.call_id} in session {args.session_id}", file=out)
 

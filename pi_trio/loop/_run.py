@@ -31,7 +31,7 @@ import trio
 from .._callbacks import call_maybe_async
 from .._groups import plain_exception
 from .._telemetry import RunTracing, start_run, tracing_on
-from ..events import AgentEnd, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
+from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
 from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
 from ..providers import stream_simple
 from ..tools import AgentContext, ToolBatch, last_output
@@ -183,7 +183,11 @@ class _Run:
         first), then follow-ups once the agent would stop."""
         config = self.config
         first_turn = True
-        pending = await self._poll(self.get_steering)
+        # calls that waited for decisions are answered first: a message queued meanwhile goes
+        # after their results (a user message between tool results breaks the transcript)
+        pending = False
+        if self.open_calls is None:
+            pending = await self._poll(self.get_steering)
         turn: TurnContext | None = None  # the last turn, built for the hooks given it
         continue_once = False  # finish_turn asked for one more request
         while True:
@@ -409,8 +413,18 @@ class _Run:
 
     async def _close(self) -> None:
         """Complete the transcript to pi's aborted shape, then deliver the closing events."""
+        opening: list[AgentEvent] = []
+        if self.respond is _Run._answer_open_calls and self.phase in (REQUESTING, BETWEEN_TURNS):
+            # cut before the calls that waited for decisions ran: they get "aborted" results
+            # as in a batch cut short (else they would stay without any, behind the aborted
+            # turn, and the transcript could not go on); their turn starts first if it had not
+            assert self.open_calls is not None
+            if self.phase is BETWEEN_TURNS:
+                opening.append(TurnStart())
+                self.emitter.apply(opening[0])
+            self.phase = self._after(*self.open_calls)
         tool = None if self.output is None else self.output.tool
-        events = closing_events(self.phase, self.emitter, self.setup.model, tool)
+        events = opening + closing_events(self.phase, self.emitter, self.setup.model, tool)
         self.phase = ENDED
         await self.emitter.close(events)
 

@@ -230,7 +230,10 @@ class SessionImage:
 
 def waiting_calls(image: SessionImage, messages: Sequence[AgentMessage]) -> list[ToolCall]:
     """The calls of ``messages``' open batch (its last assistant message's calls with no result
-    after it, and none logged) that were asked for a decision: they still wait."""
+    after it, and none logged) that were asked for a decision: they still wait. A call with a
+    logged intent was decided and began to run (a crash cut it off): it waits no more, and
+    repair treats it as any interrupted call (an approved ``replay="never"`` call never runs
+    twice)."""
     if not image.approvals:
         return []
     answered: set[str] = set()
@@ -246,6 +249,7 @@ def waiting_calls(image: SessionImage, messages: Sequence[AgentMessage]) -> list
             if call.id in image.approvals
             and call.id not in answered
             and call.id not in image.results
+            and call.id not in image.intents
         ]
     return []
 

@@ -310,8 +310,12 @@ class SessionStore:
         finally:
             recorder.close()
             self._open.pop(session_id, None)
-            # a session whose calls wait for a person has nothing a worker could do yet
-            idle = not agent.has_queued_messages() or bool(agent.state.pending_approvals)
+            # a session whose calls wait for a person has nothing a worker could do yet; one
+            # whose calls are all decided and not yet run has (a worker continues it)
+            state = agent.state
+            idle = bool(state.pending_approvals) or not (
+                agent.has_queued_messages() or state.awaiting_approval
+            )
             await self._give_back(lease, ending, idle=idle)
 
     async def _give_back(
