@@ -95,6 +95,7 @@ class ChatSession:
     ) -> None:
         self.agent = agent
         self.approve_tools = approve_tools  # ask before each call of these (--approve)
+        self._warned_unknown = False
         self.before_prompt = before_prompt  # e.g. refresh MCP tools
         self.out = out if out is not None else sys.stdout
         self.style = Style(wants_color(self.out))
@@ -197,6 +198,13 @@ class ChatSession:
         if self.before_prompt is not None:
             await self.before_prompt()
         mark_tools(self.agent, self.approve_tools)
+        unknown = sorted(self.approve_tools - {tool.name for tool in self.agent.state.tools})
+        if unknown and not self._warned_unknown:  # a typo would switch approval off silently
+            self._warned_unknown = True
+            names = ", ".join(tool.name for tool in self.agent.state.tools)
+            self.printer.line(
+                self.style.yellow(f"[--approve {', '.join(unknown)}: no such tool ({names})]")
+            )
         await self.agent.prompt(text)
 
     async def _settle_approvals(self) -> None:

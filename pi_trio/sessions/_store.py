@@ -348,9 +348,17 @@ class SessionStore:
         session of the store (or in ``session_id``'s), in the order they were requested.
 
         It reads each session's log; cancellation leaves nothing behind.
+
+        Raises:
+            pt.SessionNotFoundError: ``session_id`` names no session of the store (a typo
+                would otherwise look like "nothing waits").
         """
         if session_id is not None:
-            _check_id(session_id)
+            if not await self._exists(session_id):
+                raise SessionNotFoundError(
+                    f"no session {session_id!r} in {self.backend.description}",
+                    session_id=session_id,
+                )
             ids = [session_id]
         else:
             ids = [info.session_id for info in await self.backend.list_sessions()]

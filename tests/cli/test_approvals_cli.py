@@ -131,3 +131,9 @@ def test_rpc_sends_the_request_and_takes_approve_and_deny() -> None:
     finally:
         process.kill()
         process.wait()
+
+
+async def test_chat_warns_about_an_approve_name_that_matches_no_tool(autojump_clock: Any) -> None:
+    agent = agent_factory("faux", token_delay=0)()
+    text = await _chat(agent, ["what is 2+3", "what is 1+1"], frozenset({"calculat"}))
+    assert text.count("[--approve calculat: no such tool (clock, calculate") == 1

@@ -215,3 +215,9 @@ async def test_a_worker_continues_a_session_approved_from_another_process(
         store.open_agent(SESSION, **options(side, resumed=True)) as agent,
     ):
         assert agent.state.messages[-1].content[0].text == "refund handled"  # type: ignore[union-attr]
+
+
+async def test_pending_approvals_of_an_unknown_session_says_so(store_url: str) -> None:
+    async with pt.open_session_store(store_url) as store:
+        with pytest.raises(pt.SessionNotFoundError, match="no session 'nosuch'"):
+            await store.pending_approvals("nosuch")
