@@ -371,27 +371,10 @@ _BUILTIN: tuple[Model, ...] = (
     ),
 )
 
-_BUILTIN += tuple(
-    _m(
-        provider,
-        api,
-        base_url,
-        id,
-        name,
-        reasoning=reasoning,
-        image=image,
-        cost=cost,
-        context_window=context_window,
-        max_tokens=max_tokens,
-    )
-    for (provider, api, base_url, id, name, reasoning, image, cost, context_window, max_tokens) in (
-        CLOUD_MODELS
-    )
-)
 
-
-def _table(provider: str, api: str, base_url: str, rows: Any) -> tuple[Model, ...]:
-    """Models from a provider module's plain rows (see ``_models_azure``)."""
+def _rows(rows: Any) -> tuple[Model, ...]:
+    """Models from plain rows ``(provider, api, base_url, id, name, reasoning, image, cost,
+    context_window, max_tokens)`` (the data-only model modules)."""
     return tuple(
         _m(
             provider,
@@ -405,10 +388,17 @@ def _table(provider: str, api: str, base_url: str, rows: Any) -> tuple[Model, ..
             context_window=window,
             max_tokens=max_tokens,
         )
-        for id, name, reasoning, image, cost, window, max_tokens in rows
+        for provider, api, base_url, id, name, reasoning, image, cost, window, max_tokens in rows
     )
 
 
+def _table(provider: str, api: str, base_url: str, rows: Any) -> tuple[Model, ...]:
+    """Models from a provider module's rows without the provider, api and base URL (see
+    ``_models_azure``)."""
+    return _rows((provider, api, base_url, *row) for row in rows)
+
+
+_BUILTIN += _rows(CLOUD_MODELS)
 _BUILTIN += _table(
     _models_azure.PROVIDER, _models_azure.API, _models_azure.BASE_URL, _models_azure.ROWS
 )

@@ -182,21 +182,28 @@ async def test_unknown_and_twice_decided_calls_raise() -> None:
         agent.approve("r1")
 
 
-async def test_an_abort_during_the_batch_withdraws_the_request_and_drops_a_decision() -> None:
-    release = trio.Event()
+def slow_tool(release: trio.Event) -> pt.AgentTool:
+    """A tool that returns once ``release`` is set."""
 
     async def slow(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
         await release.wait()
         return pt.ToolResult([pt.TextContent("slow done")])
 
-    slow_tool = pt.AgentTool("slow", "Slow", "waits", {"type": "object"}, slow)
-    script = [
-        faux.assistant_message(
-            [faux.tool_call("refund", {"amount": 9}, id="r1"), faux.tool_call("slow", {}, id="s1")]
-        )
-    ]
+    return pt.AgentTool("slow", "Slow", "waits", {"type": "object"}, slow)
+
+
+def refund_and_slow() -> pt.AssistantMessage:
+    """A refund (waits for approval) beside a slow call (runs until released)."""
+    return faux.assistant_message(
+        [faux.tool_call("refund", {"amount": 9}, id="r1"), faux.tool_call("slow", {}, id="s1")]
+    )
+
+
+async def test_an_abort_during_the_batch_withdraws_the_request_and_drops_a_decision() -> None:
+    release = trio.Event()
+    script = [refund_and_slow()]
     ran: list[float] = []
-    agent, _ = make_scripted_agent(script, (refund_tool(ran), slow_tool))
+    agent, _ = make_scripted_agent(script, (refund_tool(ran), slow_tool(release)))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.testing.wait_all_tasks_blocked()
@@ -215,20 +222,9 @@ async def test_an_abort_during_the_batch_withdraws_the_request_and_drops_a_decis
 
 async def test_a_decision_made_during_the_run_is_run_by_the_next_continue() -> None:
     release = trio.Event()
-
-    async def slow(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
-        await release.wait()
-        return pt.ToolResult([pt.TextContent("slow done")])
-
-    slow_tool = pt.AgentTool("slow", "Slow", "waits", {"type": "object"}, slow)
-    script = [
-        faux.assistant_message(
-            [faux.tool_call("refund", {"amount": 9}, id="r1"), faux.tool_call("slow", {}, id="s1")]
-        ),
-        faux.assistant_message("done"),
-    ]
+    script = [refund_and_slow(), faux.assistant_message("done")]
     ran: list[float] = []
-    agent, scripted = make_scripted_agent(script, (refund_tool(ran), slow_tool))
+    agent, scripted = make_scripted_agent(script, (refund_tool(ran), slow_tool(release)))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "go")
         await trio.testing.wait_all_tasks_blocked()
