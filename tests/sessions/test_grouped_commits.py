@@ -125,8 +125,7 @@ async def test_a_cancelled_member_of_a_batch_is_not_abandoned(tmp_path: Path) ->
         async with trio.open_nursery() as nursery:
             for lease, scope in zip(leases, scopes, strict=True):
                 nursery.start_soon(append, lease, scope)
-            while not inside.is_set():
-                await trio.sleep(0.001)
+            assert await trio.to_thread.run_sync(inside.wait, 10)  # the batch is held
             for scope in scopes[:2]:  # the leader and a member, or two members
                 scope.cancel()
             await trio.testing.wait_all_tasks_blocked()
@@ -165,3 +164,38 @@ async def test_durable_agents_on_one_store_group_their_commits(tmp_path: Path, c
             assert kinds[-2:] == ["message", "run_end"]
         # each agent has at least 3 durable points (prompt, answer, run end)
         assert batches < count * 10 * 3 / 2
+
+
+async def test_a_tool_turn_commits_twice_its_result_message_riding_on_the_next(
+    tmp_path: Path,
+) -> None:
+    """The tool-result message that its logged ``tool_result`` rebuilds is not committed on
+    its own: it goes with the next assistant message's commit."""
+    from pi_trio.providers import faux
+
+    async def work(call_id: str, params: Any, on_update: Any) -> str:
+        return "worked"
+
+    tool = pt.AgentTool(
+        name="work", label="work", description="work", parameters={"type": "object"},
+        execute=work,
+    )  # fmt: skip
+    model = faux.FauxModel(
+        [
+            faux.assistant_message([faux.tool_call("work", {}, id="c1")]),
+            faux.assistant_message("ok"),
+        ]
+    )
+    async with pt.open_session_store(tmp_path / "t.db") as store:
+        backend = store.backend
+        assert isinstance(backend, _sqlite.SqliteBackend)
+        state = pt.AgentState(model=model.model, tools=[tool])
+        async with store.open_agent("t", initial_state=state, stream_fn=model) as agent:
+            before = backend.commits.batches
+            await agent.prompt("go")
+            commits = backend.commits.batches - before
+        kinds = [entry.kind for entry in await store.load("t")]
+    # the prompt; the calls with their intents; the result; the answer with the result
+    # message; the run's end
+    assert commits == 5
+    assert kinds.count("message") == 4 and kinds[-1] == "run_end"
