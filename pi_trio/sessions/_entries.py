@@ -45,7 +45,7 @@ from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
 from ._backend import Row
-from ._fast import content_json, fast_message, is_plain_json, message_json
+from ._fast import fast_message
 
 __all__ = [
     "ENTRY_KINDS",
@@ -60,7 +60,6 @@ __all__ = [
     "encode_string",
     "entry_error",
     "read_message",
-    "result_message_text",
     "result_pieces",
     "result_text",
     "scalar",
@@ -119,15 +118,13 @@ class SessionEntry:
 class Note:
     """An entry noted by a recorder and not yet committed: its payload is encoded at flush.
 
-    ``text``, when set, is the entry's data already encoded (a tool-result message that is
-    exactly its logged ``tool_result``); ``encoded`` is the data text the last flush wrote.
+    ``encoded`` is the data text the last flush wrote.
     """
 
     seq: int
     kind: EntryKind
     payload: Any
     time: int
-    text: str | None = None
     encoded: str | None = None
 
 
@@ -193,8 +190,7 @@ def _finite(value: Any) -> Any:
 
 
 def _message_data(message: Any) -> Any:
-    data = message_json(message)  # the common shapes, without cattrs (see _fast)
-    return to_json(message) if data is None else data
+    return to_json(message)
 
 
 def scalar(value: Any) -> str:
@@ -209,28 +205,24 @@ def scalar(value: Any) -> str:
     return dumps(value)
 
 
-def result_pieces(
-    call_id: Any, name: Any, content: Any, details: Any, is_error: Any
-) -> tuple[str, str, str, str, str, bool]:
-    """The texts of a tool result's fields (call id, tool name, content, details, is_error),
-    and whether content and details both took the fast writer (so that a message holding
-    them is written the same way as ``to_json`` writes it)."""
-    blocks = content_json(content)
-    plain = is_plain_json(details)
+Pieces: TypeAlias = tuple[str, str, str, str, str]
+
+
+def result_pieces(call_id: Any, name: Any, content: Any, details: Any, is_error: Any) -> Pieces:
+    """The texts of a tool result's fields (call id, tool name, content, details, is_error)."""
     return (
         scalar(call_id),
         scalar(name),
-        dumps(to_json(content) if blocks is None else blocks),
-        dumps(details if plain else to_json(details)),
+        dumps(to_json(content)),
+        dumps(to_json(details)),
         scalar(is_error),
-        blocks is not None and plain,
     )
 
 
-def result_text(pieces: tuple[str, str, str, str, str, bool]) -> str:
+def result_text(pieces: Pieces) -> str:
     """A ``tool_result`` entry's data text: what ``dumps`` writes for the whole object (JSON
     objects compose, so the pieces are encoded one by one and joined with its separators)."""
-    call_id, name, content, details, is_error, _ = pieces
+    call_id, name, content, details, is_error = pieces
     return (
         f'{{"toolCallId":{call_id},"toolName":{name},"content":{content},'
         f'"details":{details},"isError":{is_error}}}'
@@ -240,9 +232,6 @@ def result_text(pieces: tuple[str, str, str, str, str, bool]) -> str:
 def encode(note: Note) -> Row:
     """A noted entry's row: ``(seq, kind, data text, time, version)``."""
     kind, payload = note.kind, note.payload
-    text = note.text
-    if text is not None:
-        return (note.seq, kind, text, note.time, FORMAT_VERSION)
     data: Any
     if kind == "message":
         data = _message_data(payload)
@@ -287,27 +276,14 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
         else:
             raise
         try:
-            return encode(attrs.evolve(note, payload=payload, text=None))
+            return encode(attrs.evolve(note, payload=payload))
         except Exception:  # the content too: only the text says what happened
             text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
             if isinstance(payload, ToolExecutionEnd):
                 payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
             else:
                 payload = attrs.evolve(payload, content=text)
-            return encode(attrs.evolve(note, payload=payload, text=None))
-
-
-def result_message_text(
-    pieces: tuple[str, str, str, str, str, bool], timestamp: Any, has_details: bool
-) -> str:
-    """The data text of the toolResult message made of ``pieces`` (see :func:`result_pieces`;
-    only when both took the fast writer): what encoding the message itself writes."""
-    call_id, name, content, details, is_error, _ = pieces
-    tail = f',"details":{details}' if has_details else ""  # omitted while None, and last
-    return (
-        f'{{"role":"toolResult","toolCallId":{call_id},"toolName":{name},'
-        f'"content":{content},"isError":{is_error},"timestamp":{scalar(timestamp)}{tail}}}'
-    )
+            return encode(attrs.evolve(note, payload=payload))
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:

@@ -12,11 +12,13 @@ import trio
 
 import pi_trio as pt
 from pi_trio.providers import faux
-from pi_trio.sessions._entries import dumps, read_message
-from pi_trio.sessions._fast import content_json, fast_message, is_plain_json, message_json
+from pi_trio.sessions._entries import Note, dumps, encode, read_message
+from pi_trio.sessions._fast import fast_message
 
 from ..pi_fixtures import FIXTURE_DIR, requires_fixtures
 from ._helpers import calls, make_tool
+
+PI16_TRACES = Path(__file__).parents[1] / "data" / "pi16" / "traces.json"
 
 MESSAGES: list[pt.AgentMessage] = [
     pt.UserMessage("plain text", timestamp=5),
@@ -107,7 +109,7 @@ def test_unusual_shapes_go_to_from_json(data: dict[str, Any]) -> None:
         assert read_message("s", 3, data) == expected
 
 
-# --- the fast writer ------------------------------------------------------------------------
+# --- writing: one codec -----------------------------------------------------------------------
 
 WRITTEN: list[pt.AgentMessage] = [
     *MESSAGES,
@@ -117,67 +119,37 @@ WRITTEN: list[pt.AgentMessage] = [
     ),
     pt.ToolResultMessage("c3", "t", [], details={"deep": [[[{"x": 1.5}]]], "é": "ü"}),
     pt.ToolResultMessage("c4", "t", [pt.TextContent("x")], details=[1, "two", False, None]),
+    pt.ToolResultMessage("c5", "t", [pt.TextContent("x")], details={"when": (1, 2)}),
 ]
 
 
-@pytest.mark.parametrize("message", WRITTEN, ids=lambda m: m.role)
-def test_fast_writer_equals_to_json(message: pt.AgentMessage) -> None:
-    written = message_json(message)
-    assert written is not None
-    assert written == pt.to_json(message)
-    assert dumps(written) == dumps(pt.to_json(message))  # the same key order too
+def _logged(message: pt.AgentMessage) -> str:
+    """The data text the log stores for ``message``."""
+    return encode(Note(1, "message", message, 0))[2]
+
+
+def _fixture_messages() -> list[pt.AgentMessage]:
+    items: list[Any] = []
+    for path in sorted(FIXTURE_DIR.glob("*.json")):
+        items.extend(json.loads(path.read_text()).get("finalMessages") or [])
+    items.extend(json.loads(PI16_TRACES.read_text())["messages"])
+    return [pt.from_json(item, pt.AgentMessage) for item in items]  # type: ignore[arg-type]
 
 
 @requires_fixtures
-def test_fast_writer_on_pi_s_recorded_transcripts() -> None:
-    count = 0
-    for path in sorted(FIXTURE_DIR.glob("*.json")):
-        for item in json.loads(path.read_text()).get("finalMessages") or []:
-            message = pt.from_json(item, pt.AgentMessage)  # type: ignore[arg-type]
-            written = message_json(message)
-            if written is not None:
-                assert dumps(written) == dumps(pt.to_json(message)), path.name
-                count += 1
-    assert count > 50
-
-
-def _nested(levels: int) -> Any:
-    value: Any = 1
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-@pytest.mark.parametrize(
-    "details",
-    [
-        {"when": {1, 2}},  # not JSON: to_json's hooks decide
-        {1: "an int key"},
-        {"nan": float("nan")},
-        (1, 2),
-        _nested(40),  # deeper than the fast writer goes: to_json's depth limit applies
-        pt.TextContent("a record"),
-    ],
-    ids=["set", "int-key", "nan", "tuple", "deep", "record"],
-)
-def test_unusual_free_form_values_go_to_to_json(details: Any) -> None:
-    message = pt.ToolResultMessage("c", "t", [pt.TextContent("x")], details=details)
-    assert not is_plain_json(details)
-    assert message_json(message) is None
-    assert (
-        message_json(pt.AssistantMessage([pt.ToolCall("c", "t", {"a": details})], "a", "p", "m"))
-        is None
-    )
-    assert content_json([pt.TextContent("x"), pt.ToolCall("c", "t")]) is None
-
-
-class _Custom(pt.UserMessage):
-    pass
-
-
-def test_a_subclass_goes_to_to_json() -> None:
-    assert message_json(_Custom("hi", timestamp=1)) is None
-    assert message_json(pt.UserMessage("hi", timestamp=1)) is not None
+@pytest.mark.parametrize("source", ["written", "fixtures"])
+def test_an_entry_is_pt_to_json_and_reads_back_as_written(source: str) -> None:
+    """Every message of pi 0.73.1's fixtures and pi 1.6's traces: the log's bytes are
+    ``pt.to_json``'s JSON, and resume reads them back into an equal message."""
+    messages = WRITTEN if source == "written" else _fixture_messages()
+    assert source == "written" or len(messages) > 50
+    for message in messages:
+        text = _logged(message)
+        assert text == dumps(pt.to_json(message))  # the same keys in the same order
+        assert read_message("s", 1, json.loads(text)) == pt.from_json(
+            json.loads(text),
+            pt.AgentMessage,  # type: ignore[arg-type]
+        )
 
 
 async def _plain(call_id: str, params: Any, on_update: Any) -> str:
