@@ -103,6 +103,7 @@ async def s5d_many_agents(agents: int, turns: int) -> dict[str, Any]:
             "ratio_to_memory": elapsed / in_memory,
             "cpu_s": cpu_used,
             "in_memory_cpu_s": memory_cpu,
+            "cpu_ratio_to_memory": cpu_used / memory_cpu,
         },
         "info": {"events": events},
     }
