@@ -45,7 +45,7 @@ from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
 from ._backend import Row
-from ._fast import fast_message
+from ._fast import content_json, fast_message, is_plain_json, message_json
 
 __all__ = [
     "ENTRY_KINDS",
@@ -60,6 +60,7 @@ __all__ = [
     "encode_string",
     "entry_error",
     "read_message",
+    "result_message_text",
     "result_pieces",
     "result_text",
     "scalar",
@@ -118,13 +119,15 @@ class SessionEntry:
 class Note:
     """An entry noted by a recorder and not yet committed: its payload is encoded at flush.
 
-    ``encoded`` is the data text the last flush wrote.
+    ``text``, when set, is the entry's data already encoded (a tool-result message that is
+    exactly its logged ``tool_result``); ``encoded`` is the data text the last flush wrote.
     """
 
     seq: int
     kind: EntryKind
     payload: Any
     time: int
+    text: str | None = None
     encoded: str | None = None
 
 
@@ -190,7 +193,8 @@ def _finite(value: Any) -> Any:
 
 
 def _message_data(message: Any) -> Any:
-    return to_json(message)
+    data = message_json(message)  # the common shapes, without cattrs (see _fast)
+    return to_json(message) if data is None else data
 
 
 def scalar(value: Any) -> str:
@@ -205,24 +209,28 @@ def scalar(value: Any) -> str:
     return dumps(value)
 
 
-Pieces: TypeAlias = tuple[str, str, str, str, str]
-
-
-def result_pieces(call_id: Any, name: Any, content: Any, details: Any, is_error: Any) -> Pieces:
-    """The texts of a tool result's fields (call id, tool name, content, details, is_error)."""
+def result_pieces(
+    call_id: Any, name: Any, content: Any, details: Any, is_error: Any
+) -> tuple[str, str, str, str, str, bool]:
+    """The texts of a tool result's fields (call id, tool name, content, details, is_error),
+    and whether content and details both took the fast writer (so that a message holding
+    them is written the same way as ``to_json`` writes it)."""
+    blocks = content_json(content)
+    plain = is_plain_json(details)
     return (
         scalar(call_id),
         scalar(name),
-        dumps(to_json(content)),
-        dumps(to_json(details)),
+        dumps(to_json(content) if blocks is None else blocks),
+        dumps(details if plain else to_json(details)),
         scalar(is_error),
+        blocks is not None and plain,
     )
 
 
-def result_text(pieces: Pieces) -> str:
+def result_text(pieces: tuple[str, str, str, str, str, bool]) -> str:
     """A ``tool_result`` entry's data text: what ``dumps`` writes for the whole object (JSON
     objects compose, so the pieces are encoded one by one and joined with its separators)."""
-    call_id, name, content, details, is_error = pieces
+    call_id, name, content, details, is_error, _ = pieces
     return (
         f'{{"toolCallId":{call_id},"toolName":{name},"content":{content},'
         f'"details":{details},"isError":{is_error}}}'
@@ -232,6 +240,9 @@ def result_text(pieces: Pieces) -> str:
 def encode(note: Note) -> Row:
     """A noted entry's row: ``(seq, kind, data text, time, version)``."""
     kind, payload = note.kind, note.payload
+    text = note.text
+    if text is not None:
+        return (note.seq, kind, text, note.time, FORMAT_VERSION)
     data: Any
     if kind == "message":
         data = _message_data(payload)
@@ -276,14 +287,27 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
         else:
             raise
         try:
-            return encode(attrs.evolve(note, payload=payload))
+            return encode(attrs.evolve(note, payload=payload, text=None))
         except Exception:  # the content too: only the text says what happened
             text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
             if isinstance(payload, ToolExecutionEnd):
                 payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
             else:
                 payload = attrs.evolve(payload, content=text)
-            return encode(attrs.evolve(note, payload=payload))
+            return encode(attrs.evolve(note, payload=payload, text=None))
+
+
+def result_message_text(
+    pieces: tuple[str, str, str, str, str, bool], timestamp: Any, has_details: bool
+) -> str:
+    """The data text of the toolResult message made of ``pieces`` (see :func:`result_pieces`;
+    only when both took the fast writer): what encoding the message itself writes."""
+    call_id, name, content, details, is_error, _ = pieces
+    tail = f',"details":{details}' if has_details else ""  # omitted while None, and last
+    return (
+        f'{{"role":"toolResult","toolCallId":{call_id},"toolName":{name},'
+        f'"content":{content},"isError":{is_error},"timestamp":{scalar(timestamp)}{tail}}}'
+    )
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:

@@ -1,4 +1,4 @@
-"""A fast reader for the messages of a log.
+"""A fast reader and writer for the messages of a log.
 
 :func:`pt.from_json` checks and reports every problem of any JSON, at ~20 µs per assistant
 message here; resuming a 1,000-turn session reads ~2,000 messages, which made resume alone
@@ -9,9 +9,13 @@ message, a key it does not know, a value of another type), which then goes throu
 :func:`pt.from_json` and gets its checks and its error messages. The session tests compare both
 readers on every message they log.
 
-There is no writing side: an entry is written with :func:`pt.to_json` itself (one codec). A
-copy of it for the log's common shapes saved ~4 µs per message, under 2% of a durable turn,
-which DESIGN 9.1 does not let stand beside the function it copies.
+:func:`message_json` is the writing side: :func:`pt.to_json` goes through cattrs (~7 µs per
+assistant message here, on the Trio thread, for every message a durable agent logs). For the
+same shapes (exact pi_trio classes, free-form values that are plain JSON within a depth well
+under the wire format's limit) it builds the same dict directly, and returns None for anything
+else, which then takes :func:`pt.to_json` with its hooks, checks and errors. Free-form values
+(tool arguments, details) are checked, not copied: the result is for encoding at once (the
+session tests compare both writers on every message they log).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from ..messages import (
     UserMessage,
 )
 
-__all__ = ["fast_message"]
+__all__ = ["content_json", "fast_message", "is_plain_json", "message_json"]
 
 _TEXT_KEYS = frozenset({"type", "text", "textSignature"})
 _THINKING_KEYS = frozenset({"type", "thinking", "thinkingSignature", "redacted"})
@@ -218,3 +222,205 @@ def fast_message(data: Any) -> AgentMessage | None:
         return _message(data)
     except (_Unusual, KeyError):
         return None
+
+
+# --- writing -------------------------------------------------------------------------------
+
+_PLAIN_DEPTH = 32
+"""How deep a free-form value the fast writer takes (arrays/objects); deeper ones go through
+:func:`pt.to_json`, whose limit (64) and errors then apply."""
+
+
+def _check_plain(value: Any, depth: int) -> None:
+    """Raise :class:`_Unusual` unless ``value`` is plain JSON (exact types, string keys,
+    finite numbers) nesting at most ``depth`` arrays/objects."""
+    cls = value.__class__
+    if cls is dict:
+        if depth <= 0:
+            raise _Unusual
+        for key, item in value.items():
+            if key.__class__ is not str:
+                raise _Unusual
+            kind = item.__class__
+            if not (kind is str or kind is int or kind is bool or item is None):
+                _check_plain(item, depth - 1)
+    elif cls is list:
+        if depth <= 0:
+            raise _Unusual
+        for item in value:
+            kind = item.__class__
+            if not (kind is str or kind is int or kind is bool or item is None):
+                _check_plain(item, depth - 1)
+    elif cls is float:
+        if not math.isfinite(value):
+            raise _Unusual
+    elif not (cls is str or cls is int or cls is bool or value is None):
+        raise _Unusual
+
+
+def _free(value: Any) -> Any:
+    _check_plain(value, _PLAIN_DEPTH)
+    return value
+
+
+_BLOCK_TYPES = frozenset({TextContent, ThinkingContent, ToolCall, ImageContent})
+_MESSAGE_TYPES = frozenset({AssistantMessage, ToolResultMessage, UserMessage})
+
+
+def _block_json(block: Any) -> dict[str, Any]:
+    cls = block.__class__
+    if cls not in _BLOCK_TYPES or block.extra is not None:  # extra: to_json writes it back
+        raise _Unusual
+    if cls is TextContent:
+        out: dict[str, Any] = {"type": "text", "text": block.text}
+        if block.text_signature is not None:
+            out["textSignature"] = block.text_signature
+        return out
+    if cls is ToolCall:
+        arguments = block.arguments
+        if arguments.__class__ is not dict:
+            raise _Unusual
+        if block.namespace is not None or block.arguments_error is not None:
+            raise _Unusual
+        out = {"type": "toolCall", "id": block.id, "name": block.name}
+        out["arguments"] = _free(arguments)
+        if block.thought_signature is not None:
+            out["thoughtSignature"] = block.thought_signature
+        return out
+    if cls is ThinkingContent:
+        redacted = block.redacted
+        if redacted.__class__ is not bool:
+            raise _Unusual
+        out = {"type": "thinking", "thinking": block.thinking}
+        if block.thinking_signature is not None:
+            out["thinkingSignature"] = block.thinking_signature
+        if redacted:
+            out["redacted"] = True
+        return out
+    if cls is ImageContent:
+        return {"type": "image", "data": block.data, "mimeType": block.mime_type}
+    raise _Unusual
+
+
+def _blocks_json(blocks: Any, allowed: tuple[type[Any], ...]) -> list[dict[str, Any]]:
+    if blocks.__class__ is not list:
+        raise _Unusual
+    out = []
+    for block in blocks:
+        if block.__class__ not in allowed:
+            raise _Unusual
+        out.append(_block_json(block))
+    return out
+
+
+_ASSISTANT_BLOCKS = (TextContent, ThinkingContent, ToolCall)
+_RESULT_BLOCKS = (TextContent, ImageContent)
+
+
+def _usage_json(usage: Any) -> dict[str, Any]:
+    if usage.__class__ is not Usage:
+        raise _Unusual
+    cost = usage.cost
+    if cost.__class__ is not UsageCost or usage.extra is not None or cost.extra is not None:
+        raise _Unusual
+    return {
+        "input": usage.input,
+        "output": usage.output,
+        "cacheRead": usage.cache_read,
+        "cacheWrite": usage.cache_write,
+        "totalTokens": usage.total_tokens,
+        "cost": {
+            "input": cost.input,
+            "output": cost.output,
+            "cacheRead": cost.cache_read,
+            "cacheWrite": cost.cache_write,
+            "total": cost.total,
+        },
+    }
+
+
+def _has_pi16_fields(message: AssistantMessage) -> bool:
+    """Whether ``message`` sets a field of pi 1.6's that this writer leaves to to_json."""
+    return not (
+        message.duration_ms is None
+        and message.thinking_level is None
+        and message.provider_thinking_level is None
+        and message.raw_stop_reason is None
+        and message.end_turn is None
+        and message.diagnostics is None
+        and message.deferred is None
+    )
+
+
+def _message_json(message: Any) -> dict[str, Any]:
+    cls = message.__class__
+    if cls not in _MESSAGE_TYPES or message.extra is not None:  # extra: to_json writes it
+        raise _Unusual
+    if cls is AssistantMessage:
+        if _has_pi16_fields(message):
+            raise _Unusual
+        out: dict[str, Any] = {
+            "role": "assistant",
+            "content": _blocks_json(message.content, _ASSISTANT_BLOCKS),
+            "api": message.api,
+            "provider": message.provider,
+            "model": message.model,
+            "usage": _usage_json(message.usage),
+            "stopReason": message.stop_reason,
+            "timestamp": message.timestamp,
+        }  # the fields omitted while None come last, as to_json writes them
+        if message.error_message is not None:
+            out["errorMessage"] = message.error_message
+        if message.response_id is not None:
+            out["responseId"] = message.response_id
+        if message.response_model is not None:
+            out["responseModel"] = message.response_model
+        return out
+    if cls is ToolResultMessage:
+        if not (message.usage is None and message.nested_calls is None):
+            raise _Unusual
+        if message.duration_ms is not None:
+            raise _Unusual
+        out = {
+            "role": "toolResult",
+            "toolCallId": message.tool_call_id,
+            "toolName": message.tool_name,
+            "content": _blocks_json(message.content, _RESULT_BLOCKS),
+            "isError": message.is_error,
+            "timestamp": message.timestamp,
+        }
+        if message.details is not None:  # omitted while None, and then last
+            out["details"] = _free(message.details)
+        return out
+    if cls is UserMessage:
+        content = message.content
+        if content.__class__ is not str:
+            content = _blocks_json(content, _RESULT_BLOCKS)
+        return {"role": "user", "content": content, "timestamp": message.timestamp}
+    raise _Unusual
+
+
+def message_json(message: Any) -> dict[str, Any] | None:
+    """``pt.to_json(message)``, or None when ``message`` is not a shape this writer builds."""
+    try:
+        return _message_json(message)
+    except _Unusual:
+        return None
+
+
+def content_json(blocks: Any) -> list[dict[str, Any]] | None:
+    """``pt.to_json(blocks)`` for a tool result's content (text and image blocks), or None."""
+    try:
+        return _blocks_json(blocks, _RESULT_BLOCKS)
+    except _Unusual:
+        return None
+
+
+def is_plain_json(value: Any) -> bool:
+    """True when ``pt.to_json(value)`` is ``value`` itself as JSON: plain JSON values (exact
+    types, string keys, finite numbers) nesting a few levels at most."""
+    try:
+        _check_plain(value, _PLAIN_DEPTH)
+    except _Unusual:
+        return False
+    return True

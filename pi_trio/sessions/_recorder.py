@@ -55,6 +55,7 @@ from ._entries import (
     Note,
     QueueName,
     encode_or_stand_in,
+    result_message_text,
     result_pieces,
     result_text,
 )
@@ -208,14 +209,15 @@ class SessionRecorder:
                 if not waiting:
                     del self._queued[id(message)]
                 self.note("drained", {"queue": queue, "ref": ref})
-            elif type(message) is ToolResultMessage and self._rebuildable(message):
-                # durable through its tool_result: no flush
-                seq = self._next_seq
-                self._next_seq = seq + 1
-                self._pending.append(Note(seq, "message", message, _now()))
-                self._count += 1
-                self._last = message
-                return False
+            elif type(message) is ToolResultMessage:
+                rebuilt, text = self._rebuildable(message)
+                if rebuilt:  # durable through its tool_result: no flush
+                    seq = self._next_seq
+                    self._next_seq = seq + 1
+                    self._pending.append(Note(seq, "message", message, _now(), text))
+                    self._count += 1
+                    self._last = message
+                    return False
             self.note("message", message)
             self._count += 1
             self._last = message
@@ -259,17 +261,20 @@ class SessionRecorder:
         self._last = messages[-1]
         return True
 
-    def _rebuildable(self, message: ToolResultMessage) -> bool:
+    def _rebuildable(self, message: ToolResultMessage) -> tuple[bool, str | None]:
         """Whether a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
         loader turns a logged result without its message into the message; see
         ``_logged_result``): then the message needs no commit of its own before its end.
         Compared as committed JSON, so a result changed after its entry was written (a
-        ``details`` dict shared between calls) does not count as rebuilt."""
+        ``details`` dict shared between calls) does not count as rebuilt.
+
+        Also the message's own entry text when it comes from the same pieces (the content and
+        details texts just compared), so its entry is not encoded a second time."""
         note = self._results.pop(message.tool_call_id, None)
         if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
-            return False
+            return False, None
         if not _entry_fields_only(message):  # usage etc.: the message is logged whole
-            return False
+            return False, None
         committed = note.encoded
         try:
             pieces = result_pieces(
@@ -280,8 +285,13 @@ class SessionRecorder:
                 message.is_error,
             )
         except Exception:  # not encodable as it stands: let the flush deal with it
-            return False
-        return committed is not None and result_text(pieces) == committed
+            return False, None
+        if committed is None or result_text(pieces) != committed:
+            return False, None
+        if not pieces[5]:
+            return True, None
+        own = result_message_text(pieces, message.timestamp, message.details is not None)
+        return True, own
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.

@@ -13,7 +13,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 from pi_trio.sessions._entries import Note, dumps, encode, read_message
-from pi_trio.sessions._fast import fast_message
+from pi_trio.sessions._fast import content_json, fast_message, is_plain_json, message_json
 
 from ..pi_fixtures import FIXTURE_DIR, requires_fixtures
 from ._helpers import calls, make_tool
@@ -109,7 +109,7 @@ def test_unusual_shapes_go_to_from_json(data: dict[str, Any]) -> None:
         assert read_message("s", 3, data) == expected
 
 
-# --- writing: one codec -----------------------------------------------------------------------
+# --- the fast writer ------------------------------------------------------------------------
 
 WRITTEN: list[pt.AgentMessage] = [
     *MESSAGES,
@@ -119,8 +119,28 @@ WRITTEN: list[pt.AgentMessage] = [
     ),
     pt.ToolResultMessage("c3", "t", [], details={"deep": [[[{"x": 1.5}]]], "é": "ü"}),
     pt.ToolResultMessage("c4", "t", [pt.TextContent("x")], details=[1, "two", False, None]),
-    pt.ToolResultMessage("c5", "t", [pt.TextContent("x")], details={"when": (1, 2)}),
 ]
+
+
+@pytest.mark.parametrize("message", WRITTEN, ids=lambda m: m.role)
+def test_fast_writer_equals_to_json(message: pt.AgentMessage) -> None:
+    written = message_json(message)
+    assert written is not None
+    assert written == pt.to_json(message)
+    assert dumps(written) == dumps(pt.to_json(message))  # the same key order too
+
+
+@requires_fixtures
+def test_fast_writer_on_pi_s_recorded_transcripts() -> None:
+    count = 0
+    for path in sorted(FIXTURE_DIR.glob("*.json")):
+        for item in json.loads(path.read_text()).get("finalMessages") or []:
+            message = pt.from_json(item, pt.AgentMessage)  # type: ignore[arg-type]
+            written = message_json(message)
+            if written is not None:
+                assert dumps(written) == dumps(pt.to_json(message)), path.name
+                count += 1
+    assert count > 50
 
 
 def _logged(message: pt.AgentMessage) -> str:
@@ -139,8 +159,9 @@ def _fixture_messages() -> list[pt.AgentMessage]:
 @requires_fixtures
 @pytest.mark.parametrize("source", ["written", "fixtures"])
 def test_an_entry_is_pt_to_json_and_reads_back_as_written(source: str) -> None:
-    """Every message of pi 0.73.1's fixtures and pi 1.6's traces: the log's bytes are
-    ``pt.to_json``'s JSON, and resume reads them back into an equal message."""
+    """Every message of pi 0.73.1's fixtures and pi 1.6's traces: the log's bytes (the fast
+    writer's where it takes the message) are ``pt.to_json``'s JSON, and resume reads them
+    back into an equal message."""
     messages = WRITTEN if source == "written" else _fixture_messages()
     assert source == "written" or len(messages) > 50
     for message in messages:
@@ -150,6 +171,45 @@ def test_an_entry_is_pt_to_json_and_reads_back_as_written(source: str) -> None:
             json.loads(text),
             pt.AgentMessage,  # type: ignore[arg-type]
         )
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"when": {1, 2}},  # not JSON: to_json's hooks decide
+        {1: "an int key"},
+        {"nan": float("nan")},
+        (1, 2),
+        _nested(40),  # deeper than the fast writer goes: to_json's depth limit applies
+        pt.TextContent("a record"),
+    ],
+    ids=["set", "int-key", "nan", "tuple", "deep", "record"],
+)
+def test_unusual_free_form_values_go_to_to_json(details: Any) -> None:
+    message = pt.ToolResultMessage("c", "t", [pt.TextContent("x")], details=details)
+    assert not is_plain_json(details)
+    assert message_json(message) is None
+    assert (
+        message_json(pt.AssistantMessage([pt.ToolCall("c", "t", {"a": details})], "a", "p", "m"))
+        is None
+    )
+    assert content_json([pt.TextContent("x"), pt.ToolCall("c", "t")]) is None
+
+
+class _Custom(pt.UserMessage):
+    pass
+
+
+def test_a_subclass_goes_to_to_json() -> None:
+    assert message_json(_Custom("hi", timestamp=1)) is None
+    assert message_json(pt.UserMessage("hi", timestamp=1)) is not None
 
 
 async def _plain(call_id: str, params: Any, on_update: Any) -> str:

@@ -1,6 +1,6 @@
 """pi 1.6's messages in a durable session: logged as pi's JSON with every field (a newer pi's
-unknown ones too) and read back unchanged on resume; the log's fast reader builds exactly what
-``pt.from_json`` builds for them, or leaves them to it."""
+unknown ones too) and read back unchanged on resume; the log's fast reader and writer build
+exactly what ``pt.from_json``/``pt.to_json`` build for them, or leave them to those."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pi_trio as pt
 from pi_trio.providers import faux
-from pi_trio.sessions._fast import fast_message
+from pi_trio.sessions._entries import dumps
+from pi_trio.sessions._fast import fast_message, message_json
 
 from ._helpers import transcript_json
 
@@ -22,13 +23,15 @@ def _pi16_messages() -> list[dict[str, Any]]:
     return data
 
 
-def test_the_fast_reader_agrees_with_the_wire_on_pi_16_messages() -> None:
+def test_the_fast_reader_and_writer_agree_with_the_wire_on_pi_16_messages() -> None:
     for data in _pi16_messages():
         with_future = {**data, "zzFuture": [1]}
         for item in (data, with_future):
             expected = pt.from_json(item, pt.AgentMessage)  # type: ignore[arg-type]
             fast = fast_message(item)
             assert fast is None or fast == expected
+            written = message_json(expected)
+            assert written is None or dumps(written) == dumps(pt.to_json(expected))
             assert pt.to_json(expected) == item
 
 
