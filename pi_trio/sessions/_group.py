@@ -2,8 +2,9 @@
 
 A store's recorders (one per agent) do not each send their rows to the store's thread: they
 put them in the store's *open batch* and wait for it. The first to join a batch leads it: it
-lets the tasks that are runnable in the same scheduler pass join too (one checkpoint), closes
-the batch, hands the whole batch to the store's thread as ONE request (:mod:`._writer`: one
+lets the tasks that are runnable in the same scheduler pass join too (one checkpoint, unless
+the last batch was one append and no task is waiting to run: one agent alone), closes the
+batch, hands the whole batch to the store's thread as ONE request (:mod:`._writer`: one
 hop there and one back, whatever the number of sessions), and wakes every waiter with its own
 outcome. While a batch is being committed, the next one fills; its leader waits for a free
 lane (one per connection) and then commits everything that arrived meanwhile.
@@ -15,8 +16,8 @@ session's rows are committed in order even with several lanes.
 
 Cancellation: an append, once in a batch, is not abandoned (as with :meth:`DedicatedThread.call`):
 its caller waits for the batch's outcome, and a caller cancelled meanwhile hears of the
-cancellation at its next checkpoint (or instead of the append's failure). The leader commits
-the batch shielded: the other waiters' entries do not depend on its cancellation.
+cancellation at its next checkpoint (or instead of the append's failure). The leader's waits
+refuse cancellation too: the other members' entries do not depend on its scope.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class GroupCommitter:
         self._free = list(reversed(threads))  # the first thread first
         self._open: _Batch | None = None
         self._leaders: list[trio.lowlevel.Task] = []  # waiting for a free lane, in order
+        self._last_size = 2  # appends in the last batch (see _lead)
         self.batches = 0
         """Batches committed so far (for tests and benchmarks: grouping at work)."""
 
@@ -78,30 +80,33 @@ class GroupCommitter:
         result.unwrap()
 
     async def _lead(self, batch: _Batch) -> None:
-        """Commit ``batch`` (its first member runs this) and wake its other members."""
-        with trio.CancelScope(shield=True):
-            if not self._free:
-                self._leaders.append(trio.lowlevel.current_task())
-                await trio.lowlevel.wait_task_rescheduled(_refuse_abort)
-            else:
-                # the tasks runnable in this scheduler pass join the batch first
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            if self._open is batch:
-                self._open = None
-            thread = self._free.pop()
-            try:
-                await thread.call("group", batch.requests)
-            except BaseException as exc:  # the store is closed, or a bug: every member hears
-                for request in batch.requests:
-                    if request.result is None:
-                        request.result = outcome.Error(exc)
-            finally:
-                self._free.append(thread)
-                self.batches += 1
-                if self._leaders:
-                    trio.lowlevel.reschedule(self._leaders.pop(0))
-                for task in batch.waiting:
-                    trio.lowlevel.reschedule(task)
+        """Commit ``batch`` (its first member runs this) and wake its other members. Not
+        cancellable (no shield needed: every wait here refuses an abort)."""
+        if not self._free:
+            self._leaders.append(trio.lowlevel.current_task())
+            await trio.lowlevel.wait_task_rescheduled(_refuse_abort)
+        elif self._last_size > 1 or trio.lowlevel.current_statistics().tasks_runnable:
+            # the tasks runnable in this scheduler pass join the batch first (the tasks of the
+            # pass under way are not counted as runnable, hence the last batch's size); for
+            # one agent alone a pass would only add its cost
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        if self._open is batch:
+            self._open = None
+        thread = self._free.pop()
+        self._last_size = len(batch.requests)
+        try:
+            await thread.call_queued("group", batch.requests)
+        except BaseException as exc:  # the store is closed, or a bug: every member hears
+            for request in batch.requests:
+                if request.result is None:
+                    request.result = outcome.Error(exc)
+        finally:
+            self._free.append(thread)
+            self.batches += 1
+            if self._leaders:
+                trio.lowlevel.reschedule(self._leaders.pop(0))
+            for task in batch.waiting:
+                trio.lowlevel.reschedule(task)
         for request in batch.requests:
             if request.result is None:  # not run: a bug in the thread's loop
                 request.result = outcome.Error(RuntimeError("session store append not run"))

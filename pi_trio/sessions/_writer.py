@@ -114,9 +114,14 @@ class DedicatedThread:
         cancelled while it waited then gets its value (the cancellation comes at its next
         checkpoint), or, when the request failed, the cancellation instead of the failure.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return await self.call_queued(op, *args)
+
+    async def call_queued(self, op: str, *args: Any) -> Any:
+        """:meth:`call` without its first checkpoint: not cancellable at all (a cancellation
+        of the caller comes at its next checkpoint, or instead of the request's failure)."""
         if self._stopped or self._thread is None:
             raise RuntimeError("the session store is closed")
-        await trio.lowlevel.checkpoint_if_cancelled()
         request = Request(op, args)
         with self._lock:
             self._pending.append(request)
