@@ -3,11 +3,11 @@
 A store's recorders (one per agent) do not each send their rows to the store's thread: they
 put them in the store's *open batch* and wait for it. The first to join a batch leads it: it
 lets the tasks that are runnable in the same scheduler pass join too (one checkpoint, unless
-the last batch was one append and no task is waiting to run: one agent alone), closes the
-batch, hands the whole batch to the store's thread as ONE request (:mod:`._writer`: one
-hop there and one back, whatever the number of sessions), and wakes every waiter with its own
-outcome. While a batch is being committed, the next one fills; its leader waits for a free
-lane (one per connection) and then commits everything that arrived meanwhile.
+the last batch was one append: one agent alone), closes the batch, hands the whole batch to
+the store's thread as ONE request (:mod:`._writer`: one hop there and one back, whatever the
+number of sessions), and wakes every waiter with its own outcome. While a batch is being
+committed, the next one fills; its leader waits for a free lane (one per connection) and then
+commits everything that arrived meanwhile.
 
 So a durable point waits only for the transaction that holds its entries, and a thousand
 agents committing at once cost a handful of transactions and thread hops, not a thousand.
@@ -85,10 +85,10 @@ class GroupCommitter:
         if not self._free:
             self._leaders.append(trio.lowlevel.current_task())
             await trio.lowlevel.wait_task_rescheduled(_refuse_abort)
-        elif self._last_size > 1 or trio.lowlevel.current_statistics().tasks_runnable:
-            # the tasks runnable in this scheduler pass join the batch first (the tasks of the
-            # pass under way are not counted as runnable, hence the last batch's size); for
-            # one agent alone a pass would only add its cost
+        elif self._last_size > 1:
+            # the tasks runnable in this scheduler pass join the batch first; after a batch of
+            # one append (one agent alone) a pass would only add its cost, and a batch that
+            # fills while another is in flight (above) makes the next leader wait again
             await trio.lowlevel.cancel_shielded_checkpoint()
         if self._open is batch:
             self._open = None
