@@ -208,6 +208,7 @@ async def s9_serve(sessions: int, turns: int, concurrency: int) -> dict[str, Any
             figures[f"p99_ms_{workers}"] = _p99(latencies)
             figures[f"cpu_us_per_turn_{workers}"] = used / total * 1e6
             info[f"turns_measured_{workers}"] = len(latencies)
+        figures["cpu_ratio_1"] = figures["cpu_us_per_turn_1"] / figures["in_memory_cpu_us_per_turn"]
     finally:
         if directory is not None:
             from tests.sessions import _pg

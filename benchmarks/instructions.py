@@ -6,9 +6,11 @@ Each figure runs one scenario of :mod:`benchmarks.impl_memory` at two sizes, eac
 ``python`` under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``, ``gc.disable()``), and
 divides the difference of the two totals by the difference of the sizes: start-up and imports
 cancel out, what is left is the cost of one more turn (S1), one more tool call (S2), one more
-agent's ten-turn run (S5, per agent-turn) or one more streamed delta (S6). Instruction counts
-are repeatable for the same interpreter and inputs whatever else the machine does, so a change
-of 1% is visible where timings move by 20% from run to run.
+agent's ten-turn run (S5, per agent-turn) or one more streamed delta (S6). S1d and S5d are
+S1 and S5 on a SQLite session store (:mod:`benchmarks.impl_sessions`), the store's thread
+included (callgrind runs one thread at a time, so batches differ from a real run's).
+Instruction counts are repeatable for the same interpreter and inputs whatever else the
+machine does, so a change of 1% is visible where timings move by 20% from run to run.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ SCENARIOS: dict[str, tuple[str, int, int, int, str]] = {
     "S2": ("tool call", 1, 100, 400, "impl.s2_fanout({n}, 0.0)"),
     "S5": ("agent-turn", 11, 20, 80, "impl.s5_many_agents({n}, 10)"),
     "S6": ("delta", 1, 5_000, 25_000, "impl.s6_stream({n})"),
+    # durable (one SQLite store in a temp dir; the store's thread is counted too)
+    "S1d": ("turn", 1, 100, 400, "durable.s1d_durable({n})"),
+    "S5d": ("agent-turn", 11, 20, 80, "durable.s5d_durable({n}, 10)"),
 }
 
 _PROGRAM = """\
 import gc
 gc.disable()
 import trio
-from benchmarks import impl_memory as impl
+from benchmarks import impl_memory as impl, impl_sessions as durable
 trio.run(lambda: {call})
 """
 

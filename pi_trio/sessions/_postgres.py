@@ -34,6 +34,7 @@ import trio
 
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
+from ._group import GroupCommitter
 from ._pg_retry import Retrying, transaction
 from ._pg_schema import (
     CHANNEL,
@@ -71,7 +72,6 @@ class PostgresBackend:
             for _ in range(connections)
         ]
         self._threads: list[DedicatedThread] = []
-        self._load = [0] * connections
         self._connections: list[psycopg.Connection[Any] | None] = [None] * connections
         for index in range(connections):
             self._threads.append(
@@ -83,6 +83,7 @@ class PostgresBackend:
                 )
             )
         self._rotation = itertools.cycle(range(connections))
+        self.commits = GroupCommitter(self._threads)
 
     @classmethod
     async def open(
@@ -425,14 +426,8 @@ class PostgresBackend:
     # --- from Trio ---------------------------------------------------------------------------
 
     async def _call(self, op: str, *args: Any) -> Any:
-        index = min(range(len(self._threads)), key=lambda i: (self._load[i], i))
-        if op != "append":  # appends gather on the least busy; others rotate
-            index = next(self._rotation)
-        self._load[index] += 1
-        try:
-            return await self._threads[index].call(op, *args)
-        finally:
-            self._load[index] -= 1
+        # appends go through self.commits (a batch per free connection); the rest rotate
+        return await self._threads[next(self._rotation)].call(op, *args)
 
     async def acquire(self, session_id: str, holder: Holder) -> Lease | str:
         """See :class:`SessionBackend`; cancellation: the transaction completes first."""
@@ -462,7 +457,7 @@ class PostgresBackend:
         Raises:
             pt.SessionBusyError: the lease is no longer current (expired or taken over).
         """
-        await self._call("append", lease, rows, tuple(inbox))
+        await self.commits.append((lease, rows, tuple(inbox)))
 
     async def enqueue(self, session_id: str, kind: str, data: str, when: int) -> int:
         """Put a message in the session's inbox (creating the session if new); its id."""

@@ -28,6 +28,7 @@ import outcome
 
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import SCHEMA_VERSION, Holder, Lease, Row, SessionInfo, StoredRow
+from ._group import GroupCommitter
 from ._holders import holder_alive, holding, let_go
 from ._sqlite_faults import store_error, switch_to_wal
 from ._writer import DedicatedThread, Request
@@ -108,6 +109,7 @@ class SqliteBackend:
         self._thread = DedicatedThread(
             f"pi_trio sessions {os.path.basename(path)}", self._handle, self._setup, self._teardown
         )
+        self.commits = GroupCommitter([self._thread])
 
     @classmethod
     async def open(
@@ -440,13 +442,14 @@ class SqliteBackend:
             let_go(lease.holder.token)
 
     async def append(self, lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
-        """Commit ``rows`` (with other sessions' pending appends, in one transaction).
+        """Commit ``rows`` with every other session's pending appends, in one transaction
+        (:mod:`._group`).
 
         Cancellation: the commit is not abandoned; it finishes (or rolls back) first.
         """
         if inbox:
             raise TypeError("a SQLite session store has no inbox")
-        await self._thread.call("append", lease, rows)
+        await self.commits.append((lease, rows))
 
     async def load_rows(self, session_id: str) -> list[StoredRow]:
         rows: list[StoredRow] = await self._thread.call("load_rows", session_id)

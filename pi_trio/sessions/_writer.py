@@ -38,14 +38,17 @@ __all__ = ["DedicatedThread", "Request"]
 
 
 class Request:
-    """One call for the thread: ``op`` and ``args``; the thread sets ``result``."""
+    """One call for the thread: ``op`` and ``args``; the thread sets ``result``.
 
-    __slots__ = ("args", "handed", "op", "result", "task")
+    A ``"group"`` request's one argument is a list of requests (:mod:`._group`): the thread
+    handles them in its batch, in order, as if each had been queued, and the group's own
+    result is None once they all have theirs."""
 
-    def __init__(self, op: str, args: tuple[Any, ...], task: trio.lowlevel.Task) -> None:
+    __slots__ = ("args", "handed", "op", "result")
+
+    def __init__(self, op: str, args: tuple[Any, ...]) -> None:
         self.op = op
         self.args = args
-        self.task = task
         self.result: outcome.Outcome[Any] | None = None
         self.handed: outcome.Outcome[Any] | None = None
         """The outcome, once the Trio side has it (set by the reader, in the Trio thread)."""
@@ -111,10 +114,15 @@ class DedicatedThread:
         cancelled while it waited then gets its value (the cancellation comes at its next
         checkpoint), or, when the request failed, the cancellation instead of the failure.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return await self.call_queued(op, *args)
+
+    async def call_queued(self, op: str, *args: Any) -> Any:
+        """:meth:`call` without its first checkpoint: not cancellable at all (a cancellation
+        of the caller comes at its next checkpoint, or instead of the request's failure)."""
         if self._stopped or self._thread is None:
             raise RuntimeError("the session store is closed")
-        await trio.lowlevel.checkpoint_if_cancelled()
-        request = Request(op, args, trio.lowlevel.current_task())
+        request = Request(op, args)
         with self._lock:
             self._pending.append(request)
             wake = not self._signalled
@@ -214,7 +222,10 @@ class DedicatedThread:
             stop = False
             work: list[Request] = []
             for request in batch:
-                if request.op == "__setup__":
+                if request.op == "group":
+                    work.extend(request.args[0])
+                    request.result = _NOTHING
+                elif request.op == "__setup__":
                     request.result = outcome.capture(self._setup)
                 elif request.op == _STOP:
                     stop = True
@@ -244,6 +255,9 @@ class DedicatedThread:
             wake_out = self._wake_out
             assert wake_out is not None
             wake_out.send(b"\0")
+
+
+_NOTHING: outcome.Outcome[Any] = outcome.Value(None)
 
 
 def _closed_error() -> outcome.Outcome[Any]:

@@ -12,11 +12,13 @@ import trio
 
 import pi_trio as pt
 from pi_trio.providers import faux
-from pi_trio.sessions._entries import dumps, read_message
+from pi_trio.sessions._entries import Note, dumps, encode, read_message
 from pi_trio.sessions._fast import content_json, fast_message, is_plain_json, message_json
 
 from ..pi_fixtures import FIXTURE_DIR, requires_fixtures
 from ._helpers import calls, make_tool
+
+PI16_TRACES = Path(__file__).parents[1] / "data" / "pi16" / "traces.json"
 
 MESSAGES: list[pt.AgentMessage] = [
     pt.UserMessage("plain text", timestamp=5),
@@ -139,6 +141,36 @@ def test_fast_writer_on_pi_s_recorded_transcripts() -> None:
                 assert dumps(written) == dumps(pt.to_json(message)), path.name
                 count += 1
     assert count > 50
+
+
+def _logged(message: pt.AgentMessage) -> str:
+    """The data text the log stores for ``message``."""
+    return encode(Note(1, "message", message, 0))[2]
+
+
+def _fixture_messages() -> list[pt.AgentMessage]:
+    items: list[Any] = []
+    for path in sorted(FIXTURE_DIR.glob("*.json")):
+        items.extend(json.loads(path.read_text()).get("finalMessages") or [])
+    items.extend(json.loads(PI16_TRACES.read_text())["messages"])
+    return [pt.from_json(item, pt.AgentMessage) for item in items]  # type: ignore[arg-type]
+
+
+@requires_fixtures
+@pytest.mark.parametrize("source", ["written", "fixtures"])
+def test_an_entry_is_pt_to_json_and_reads_back_as_written(source: str) -> None:
+    """Every message of pi 0.73.1's fixtures and pi 1.6's traces: the log's bytes (the fast
+    writer's where it takes the message) are ``pt.to_json``'s JSON, and resume reads them
+    back into an equal message."""
+    messages = WRITTEN if source == "written" else _fixture_messages()
+    assert source == "written" or len(messages) > 50
+    for message in messages:
+        text = _logged(message)
+        assert text == dumps(pt.to_json(message))  # the same keys in the same order
+        assert read_message("s", 1, json.loads(text)) == pt.from_json(
+            json.loads(text),
+            pt.AgentMessage,  # type: ignore[arg-type]
+        )
 
 
 def _nested(levels: int) -> Any:
