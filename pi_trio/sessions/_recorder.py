@@ -338,7 +338,7 @@ class SessionRecorder:
         )
         # the calls that start at once: one in a sequential batch, at most max_parallel_tools
         # (calls start in source order as slots free up) in a parallel one
-        limit = 1 if sequential else (getattr(self.agent, "max_parallel_tools", None) or len(calls))
+        limit = 1 if sequential else (self.agent.max_parallel_tools or len(calls))
         for call, tool in zip(calls[:limit], batch, strict=False):
             if tool is not None and tool.requires_approval is False:  # may wait: not early
                 self.note("tool_intent", call)
