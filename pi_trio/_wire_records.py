@@ -16,12 +16,14 @@ from typing import Any, Literal, get_args, get_origin
 import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, override
 
 from ._wire_compaction import register_compaction_events
-from ._wire_kept import kept_into, noted, read_extra, write_kept
+from ._wire_kept import kept_into, noted, read_extra
+from ._wire_reader import readers_of
 from ._wire_system import register_system_message
 from ._wire_values import Invalid, camel, describe, structure_bool, structure_str
+from ._wire_writer import record_writer
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -127,43 +129,30 @@ def register_record(
     tag: tuple[str, str] | None = None,
     omit_if_default: frozenset[str] = frozenset(),
 ) -> None:
-    """Hooks for an attrs class: camelCase keys; ``tag`` = (key, value) written first."""
+    """Hooks for an attrs class: camelCase keys; ``tag`` = (key, value) written first.
+
+    It is written by a function generated from its fields (:func:`record_writer`)."""
     fields = attrs.fields(cls)
     kept = next((f.name for f in fields if f.metadata.get("pi_trio.wire") == "extra"), None)
     # NOT_ON_WIRE fields, and ``extra`` (whose keys are written in place of its name)
-    local = {f.name for f in fields if f.metadata.get("pi_trio.wire") is False or f.name == kept}
-    unstructure_overrides = {
-        f.name: override(omit=True)
-        if f.name in local
-        else override(rename=camel(f.name), omit_if_default=f.name in omit_if_default)
-        for f in fields
-    }
+    local = frozenset(
+        f.name for f in fields if f.metadata.get("pi_trio.wire") is False or f.name == kept
+    )
+    conv.register_unstructure_hook(cls, record_writer(conv, cls, tag, omit_if_default, kept, local))
+    readers_of(conv).add_record(cls, tag, kept, local)
     structure_overrides = {
         f.name: override(omit=True) if f.name in local else override(rename=camel(f.name))
         for f in fields
     }
-    unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-        cls,
-        conv,
-        **unstructure_overrides,  # type: ignore[arg-type]
-    )
     structure: Callable[[Any, type], Any] = make_dict_structure_fn(
         cls,
         conv,
         **structure_overrides,  # type: ignore[arg-type]
     )
-    if tag is not None:
-        key, value = tag
-        untagged = unstructure
-
-        def unstructure(obj: Any) -> dict[str, Any]:
-            return {key: value, **untagged(obj)}
-
     if kept is not None:
         known = frozenset(camel(f.name) for f in fields if f.name not in local)
         known |= {tag[0]} if tag is not None else frozenset()
-        unstructure, structure = _keeping(conv, cls, kept, known, unstructure, structure)
-    conv.register_unstructure_hook(cls, unstructure)
+        structure = _keeping(conv, cls, kept, known, structure)
 
     def structure_record(data: Any, target: type) -> Any:
         if not isinstance(data, Mapping):
@@ -178,16 +167,10 @@ def _keeping(
     cls: type[Any],
     kept: str,
     known: frozenset[str],
-    unstructure: Callable[[Any], dict[str, Any]],
     structure: Callable[[Any, type], Any],
-) -> tuple[Callable[[Any], dict[str, Any]], Callable[[Any, type], Any]]:
-    """The record's hooks, keeping the keys it does not model in its ``kept`` field."""
-    read_free, write_free = conv.structure, conv.unstructure
-
-    def unstructure_keeping(obj: Any) -> dict[str, Any]:
-        out = unstructure(obj)
-        write_kept(out, getattr(obj, kept), known, write_free)
-        return out
+) -> Callable[[Any, type], Any]:
+    """The record's structure hook, keeping the keys it does not model in its ``kept`` field."""
+    read_free = conv.structure
 
     def structure_keeping(data: Any, target: type) -> Any:
         obj = structure(data, target)
@@ -195,7 +178,7 @@ def _keeping(
             object.__setattr__(obj, kept, read_extra(data, known, read_free, cls))
         return obj
 
-    return unstructure_keeping, structure_keeping
+    return structure_keeping
 
 
 def _register_streamed_block(
@@ -205,18 +188,13 @@ def _register_streamed_block(
     key: str,
     optional: tuple[tuple[str, str, Any], ...],
 ) -> None:
-    """Hooks for TextContent/ThinkingContent, whose main string is a property."""
+    """Hooks for TextContent/ThinkingContent, whose main string is a property (read through
+    it when written; set by ``__init__`` when read)."""
     known = frozenset({"type", key, *(json_key for _, json_key, _ in optional)})
-    read_free, write_free = conv.structure, conv.unstructure
-
-    def unstructure(obj: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": tag, key: getattr(obj, key)}
-        for attr, json_key, default in optional:
-            value = getattr(obj, attr)
-            if value != default:
-                out[json_key] = value
-        write_kept(out, obj.extra, known, write_free)
-        return out
+    read_free = conv.structure
+    omitted = frozenset(attr for attr, _, _ in optional)
+    unstructure = record_writer(conv, cls, ("type", tag), omitted, "extra", frozenset({"extra"}))
+    readers_of(conv).add_record(cls, ("type", tag), "extra", frozenset({"extra"}))
 
     def structure(data: Any, _: type) -> Any:
         if not isinstance(data, Mapping):
@@ -278,6 +256,7 @@ def register_union(
         return structure_as(data, cls)
 
     conv.register_structure_hook_func(lambda t: t == union, structure)
+    readers_of(conv).add_union(union, tag_key, choices)
 
 
 def install_data_model(

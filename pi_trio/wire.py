@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast, final
 
 import attrs
-import cattrs
 
 from ._errors import WireFormatError
+from ._wire_reader import RecordConverter
 from ._wire_records import (
     PI_ROLES,
     install_data_model,
@@ -93,12 +93,14 @@ class WireConverter:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
             raise ValueError(f"max_depth must be a positive integer, got {max_depth!r}")
         self.max_depth = max_depth
-        self.converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=False)
+        self.converter = RecordConverter(detailed_validation=True, forbid_extra_keys=False)
         self._structure = self.converter.structure
         self._unstructure = self.converter.unstructure
         self._custom_messages: dict[str, type[Any]] = {}
         self._registrations: list[Callable[[WireConverter], None]] = []
         self._check, self._copy = json_walkers(max_depth, self._unstructure)
+        self._readers = self.converter.readers
+        self._generated = self._readers.generated
         self._install_values()
         install_data_model(self.converter, self._message_roles)
 
@@ -142,6 +144,12 @@ class WireConverter:
                 ``path: what is wrong`` (a free-form value nested deeper than ``max_depth``
                 included).
         """
+        try:  # the plain shapes first; anything else the checked path reads (_wire_reader)
+            fast = self._generated.get(cls) or self._readers.reader(cls)
+            if fast is not None:
+                return cast(T, fast(data))
+        except Exception:
+            pass
         try:
             return cast(T, self._structure(data, cls))
         except RecursionError:  # only a self-nesting record type of an application's own

@@ -7,10 +7,12 @@ agent or a loop set-up around them, sinks that record, and the checks of pi's ab
 from __future__ import annotations
 
 import gc
+import json
 import os
 import types
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import attrs
@@ -18,6 +20,8 @@ import pytest
 import trio
 
 import pi_trio as pt
+
+from .pi_fixtures import FIXTURE_DIR
 
 faux = pt.faux
 MODEL = pt.get_model("faux", "faux-1")
@@ -362,3 +366,66 @@ class ReadingModel:
             call = faux.tool_call("read", {"path": f"f{self.turn}.txt"}, id=f"c{self.turn}")
             return faux.assistant_message([call], usage=usage)
         return faux.assistant_message("done", usage=usage)
+
+
+def with_future_fields(value: Any, counter: list[int], parent: str = "") -> Any:
+    """``value`` with an unknown key added to every object (but ``sections``, whose values
+    are texts, and ``toolsRemoved``'s references, which are read as names)."""
+    if isinstance(value, list):
+        if parent == "toolsRemoved":
+            return value
+        return [with_future_fields(item, counter) for item in value]
+    if isinstance(value, dict):
+        out = {k: with_future_fields(v, counter, k) for k, v in value.items()}
+        if parent != "sections":
+            counter[0] += 1
+            out[f"zzFuture{counter[0]}"] = {"n": counter[0], "list": [1, "two", None]}
+        return out
+    return value
+
+
+_PI16 = Path(__file__).parent / "data" / "pi16"
+
+
+def recorded_json() -> Iterator[tuple[str, Any, Any]]:
+    """``(where, JSON, type)`` of every message, event and context pi recorded."""
+    for path in sorted(FIXTURE_DIR.glob("*.json")):
+        fixture = json.loads(path.read_text())
+        for key in ("initialMessages", "finalMessages"):
+            for item in fixture.get(key) or []:
+                yield f"{path.name}:{key}", item, pt.AgentMessage
+        for item in fixture.get("events") or []:
+            if "message" in item or item["type"] != "message_update":  # recorded without it
+                yield f"{path.name}:events", item, pt.AgentEvent
+    traces = json.loads((_PI16 / "traces.json").read_text())
+    for item in traces["messages"]:
+        yield "traces.json:messages", item, pt.AgentMessage
+    for item in traces["events"]:
+        yield "traces.json:events", item, pt.AgentEvent
+    for path in sorted(_PI16.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "message":
+                yield f"{path.name}:message", entry["message"], pt.AgentMessage
+
+
+MISSED = object()
+"""What :func:`fast_and_checked` gives for a reader that does not take the JSON."""
+
+
+def fast_and_checked(data: Any, type_: Any) -> tuple[Any, Any]:
+    """What ``pt.from_json``'s generated reader and its checked path each make of ``data``
+    (:data:`MISSED` where the reader does not take it; the exception's type where the checked
+    path refuses it)."""
+    converter = pt.wire.default_converter.converter
+    reader = converter.readers.reader(type_)
+    assert reader is not None, f"no generated reader for {type_}"
+    try:
+        fast = reader(data)
+    except Exception:
+        fast = MISSED
+    try:
+        checked = converter.structure(data, type_)
+    except Exception as exc:
+        checked = type(exc)
+    return fast, checked

@@ -20,7 +20,7 @@ import trio
 import pi_trio as pt
 
 from .pi_node import run_node
-from .support import make_agent
+from .support import make_agent, with_future_fields
 
 TRACES = Path(__file__).parent / "data" / "pi16" / "traces.json"
 
@@ -74,25 +74,9 @@ def test_pi_16_messages_become_the_records_that_model_them() -> None:
     assert end.duration_ms is not None
 
 
-def _with_future_fields(value: Any, counter: list[int], parent: str = "") -> Any:
-    """``value`` with an unknown key added to every object (but ``sections``, whose values
-    are texts, and ``toolsRemoved``'s references, which are read as names)."""
-    if isinstance(value, list):
-        if parent == "toolsRemoved":
-            return value
-        return [_with_future_fields(item, counter) for item in value]
-    if isinstance(value, dict):
-        out = {k: _with_future_fields(v, counter, k) for k, v in value.items()}
-        if parent != "sections":
-            counter[0] += 1
-            out[f"zzFuture{counter[0]}"] = {"n": counter[0], "list": [1, "two", None]}
-        return out
-    return value
-
-
 def test_a_newer_pi_s_unknown_fields_are_kept_at_every_level() -> None:
     counter = [0]
-    traces = _with_future_fields(_traces(), counter)
+    traces = with_future_fields(_traces(), counter)
     assert counter[0] > 500  # every message, block, usage, event, tool result...
     _assert_round_trips(traces)
 

@@ -50,7 +50,6 @@ from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
 from ..wire import from_json, to_json
 from ._backend import Row
-from ._fast import content_json, fast_message, is_plain_json, message_json
 
 __all__ = [
     "ENTRY_KINDS",
@@ -65,10 +64,7 @@ __all__ = [
     "encode_string",
     "entry_error",
     "read_message",
-    "result_message_text",
-    "result_pieces",
-    "result_text",
-    "scalar",
+    "tool_result_data",
 ]
 
 FORMAT_VERSION: Final = 1
@@ -199,49 +195,18 @@ def _finite(value: Any) -> Any:
 # --- encoding noted entries ----------------------------------------------------------------
 
 
-def _message_data(message: Any) -> Any:
-    data = message_json(message)  # the common shapes, without cattrs (see _fast)
-    return to_json(message) if data is None else data
-
-
-def scalar(value: Any) -> str:
-    """``dumps(value)``, short-cut for the strings, booleans and integers of a tool result."""
-    cls = value.__class__
-    if cls is str:
-        return encode_string(value)
-    if cls is bool:
-        return "true" if value else "false"
-    if cls is int:
-        return int.__repr__(value)
-    return dumps(value)
-
-
-def result_pieces(
-    call_id: Any, name: Any, content: Any, details: Any, is_error: Any
-) -> tuple[str, str, str, str, str, bool]:
-    """The texts of a tool result's fields (call id, tool name, content, details, is_error),
-    and whether content and details both took the fast writer (so that a message holding
-    them is written the same way as ``to_json`` writes it)."""
-    blocks = content_json(content)
-    plain = is_plain_json(details)
-    return (
-        scalar(call_id),
-        scalar(name),
-        dumps(to_json(content) if blocks is None else blocks),
-        dumps(details if plain else to_json(details)),
-        scalar(is_error),
-        blocks is not None and plain,
-    )
-
-
-def result_text(pieces: tuple[str, str, str, str, str, bool]) -> str:
-    """A ``tool_result`` entry's data text: what ``dumps`` writes for the whole object (JSON
-    objects compose, so the pieces are encoded one by one and joined with its separators)."""
-    call_id, name, content, details, is_error, _ = pieces
-    return (
-        f'{{"toolCallId":{call_id},"toolName":{name},"content":{content},'
-        f'"details":{details},"isError":{is_error}}}'
-    )
+def tool_result_data(
+    call_id: str, name: str, written: dict[str, Any], is_error: bool
+) -> dict[str, Any]:
+    """A ``tool_result`` entry's data: ``written`` is the JSON of what holds the content and
+    details (the call's ``ToolResult``, or the ``ToolResultMessage`` made of it)."""
+    return {
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": written["content"],
+        "details": written.get("details"),  # omitted there while None
+        "isError": is_error,
+    }
 
 
 def encode(note: Note) -> Row:
@@ -252,26 +217,21 @@ def encode(note: Note) -> Row:
         return (note.seq, kind, text, note.time, FORMAT_VERSION)
     data: Any
     if kind == "message":
-        data = _message_data(payload)
+        data = to_json(payload)
     elif kind == "tool_result":
         event: ToolExecutionEnd = payload
-        result = event.result
-        text = result_text(
-            result_pieces(
-                event.tool_call_id, event.tool_name, result.content, result.details, event.is_error
-            )
-        )
-        return (note.seq, kind, text, note.time, FORMAT_VERSION)
+        written = to_json(event.result)
+        data = tool_result_data(event.tool_call_id, event.tool_name, written, event.is_error)
     elif kind == "tool_intent":
         call: ToolCall = payload
         data = {"toolCallId": call.id, "toolName": call.name, "arguments": call.arguments}
     elif kind == "queued":
         queue, message, inbox = payload
-        data = {"queue": queue, "message": _message_data(message)}
+        data = {"queue": queue, "message": to_json(message)}
         if inbox is not None:
             data["inbox"] = inbox  # the store.enqueue() row it was moved from
     elif kind == "transcript":
-        data = {"messages": [_message_data(message) for message in payload]}
+        data = {"messages": [to_json(message) for message in payload]}
     else:
         data = payload
     return (note.seq, kind, dumps(data), note.time, FORMAT_VERSION)
@@ -302,19 +262,6 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
             else:
                 payload = attrs.evolve(payload, content=text)
             return encode(attrs.evolve(note, payload=payload, text=None))
-
-
-def result_message_text(
-    pieces: tuple[str, str, str, str, str, bool], timestamp: Any, has_details: bool
-) -> str:
-    """The data text of the toolResult message made of ``pieces`` (see :func:`result_pieces`;
-    only when both took the fast writer): what encoding the message itself writes."""
-    call_id, name, content, details, is_error, _ = pieces
-    tail = f',"details":{details}' if has_details else ""  # omitted while None, and last
-    return (
-        f'{{"role":"toolResult","toolCallId":{call_id},"toolName":{name},'
-        f'"content":{content},"isError":{is_error},"timestamp":{scalar(timestamp)}{tail}}}'
-    )
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:
@@ -362,9 +309,6 @@ def parse_all(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
 
 def read_message(session_id: str, seq: int, data: Any) -> AgentMessage:
     """A message from an entry's JSON; :class:`pt.SessionLogError` when it is not pi's."""
-    message = fast_message(data)
-    if message is not None:
-        return message
     try:
         return from_json(data, AgentMessage)
     except WireFormatError as exc:

@@ -56,10 +56,9 @@ from ._entries import (
     EntryKind,
     Note,
     QueueName,
+    dumps,
     encode_or_stand_in,
-    result_message_text,
-    result_pieces,
-    result_text,
+    tool_result_data,
 )
 
 if TYPE_CHECKING:
@@ -290,8 +289,8 @@ class SessionRecorder:
         Compared as committed JSON, so a result changed after its entry was written (a
         ``details`` dict shared between calls) does not count as rebuilt.
 
-        Also the message's own entry text when it comes from the same pieces (the content and
-        details texts just compared), so its entry is not encoded a second time."""
+        Also the message's own entry text (from the JSON just compared, so the message is
+        written once)."""
         note = self._results.pop(message.tool_call_id, None)
         if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
             return False, None
@@ -299,21 +298,15 @@ class SessionRecorder:
             return False, None
         committed = note.encoded
         try:
-            pieces = result_pieces(
-                message.tool_call_id,
-                message.tool_name,
-                message.content,
-                message.details,
-                message.is_error,
+            written = to_json(message)
+            entry = tool_result_data(
+                message.tool_call_id, message.tool_name, written, message.is_error
             )
+            if committed is None or dumps(entry) != committed:
+                return False, None
+            return True, dumps(written)
         except Exception:  # not encodable as it stands: let the flush deal with it
             return False, None
-        if committed is None or result_text(pieces) != committed:
-            return False, None
-        if not pieces[5]:
-            return True, None
-        own = result_message_text(pieces, message.timestamp, message.details is not None)
-        return True, own
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.

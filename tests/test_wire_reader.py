@@ -1,0 +1,144 @@
+"""``pt.from_json`` reads plain JSON through a reader generated from the record's attrs fields
+and leaves anything else to its checked path: where both read a value they build equal
+objects, on every object pi recorded; the reader takes all of pi's plain messages and events;
+what it does not take, the checked path reads or refuses with its own messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import pytest
+
+import pi_trio as pt
+
+from .pi_fixtures import requires_fixtures
+from .support import MISSED, fast_and_checked, recorded_json, with_future_fields
+
+MESSAGES: list[pt.AgentMessage] = [
+    pt.UserMessage("plain text", timestamp=5),
+    pt.UserMessage([pt.TextContent("look"), pt.ImageContent("aGk=", "image/png")], timestamp=6),
+    pt.AssistantMessage(
+        [
+            pt.ThinkingContent("hmm", thinking_signature="sig", redacted=True),
+            pt.TextContent("answer", text_signature="ts"),
+            pt.ToolCall("c1", "lookup", {"q": [1, 2.5, None, {"deep": True}]}, "thought"),
+        ],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="m",
+        usage=pt.Usage(3, 4, 1, 2, 10, pt.UsageCost(0.1, 0.2, 0, 0.05, 0.35)),
+        stop_reason="toolUse",
+        timestamp=7,
+        response_id="r1",
+        response_model="m-2024",
+        duration_ms=12.5,
+        end_turn=True,
+    ),
+    pt.AssistantMessage(
+        [], api="x", provider="y", model="z", stop_reason="error", error_message="boom"
+    ),
+    pt.ToolResultMessage(
+        "c1",
+        "lookup",
+        [pt.TextContent("found"), pt.ImageContent("aGk=", "image/jpeg")],
+        details={"rows": [1, 2], "interrupted": None},
+        is_error=False,
+        timestamp=8,
+        usage=pt.Usage(1, 1, 0, 0, 2),
+    ),
+    pt.ToolResultMessage("c2", "lookup", [pt.TextContent("no")], is_error=True, timestamp=9),
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.role)
+def test_the_reader_builds_what_the_checked_path_builds(message: pt.AgentMessage) -> None:
+    data = json.loads(json.dumps(pt.to_json(message)))
+    fast, checked = fast_and_checked(data, pt.AgentMessage)
+    assert fast == checked == message
+    assert pt.to_json(fast) == data  # and it writes back the same JSON
+
+
+@requires_fixtures
+def test_the_reader_takes_every_plain_object_pi_recorded() -> None:
+    count = 0
+    for where, data, type_ in recorded_json():
+        fast, checked = fast_and_checked(data, type_)
+        if type(checked) is type and issubclass(checked, Exception):
+            pytest.fail(f"{where}: the checked path refuses {data!r}")
+        if fast is MISSED:  # only kept keys (a newer pi's fields) or records read by hand
+            assert set(data) - _modelled(checked) or _hand_read(checked), where
+        else:
+            assert fast == checked, where
+            count += 1
+    assert count > 500
+
+
+def _modelled(obj: Any) -> set[str]:
+    return set(pt.to_json(obj)) - set(getattr(obj, "extra", None) or ())
+
+
+def _hand_read(obj: Any) -> bool:
+    """Records whose reading is written by hand (system messages, compaction events)."""
+    return isinstance(obj, pt.SystemMessage | pt.CompactionStart | pt.CompactionEnd)
+
+
+@requires_fixtures
+def test_with_a_newer_pi_s_keys_the_checked_path_reads_them() -> None:
+    for where, data, type_ in recorded_json():
+        future = with_future_fields(data, [0])
+        fast, checked = fast_and_checked(future, type_)
+        assert fast is MISSED or _hand_read(checked), where
+        assert pt.from_json(future, type_) == checked, where
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"role": "note", "text": "a custom message"},
+        {"role": "user", "content": "x", "timestamp": 1, "extra": 1},
+        {"role": "user", "content": "x", "timestamp": 1.0},  # an integer, written as a float
+        {"role": "user", "content": "x", "timestamp": True},
+        {
+            "role": "toolResult",
+            "toolCallId": "c",
+            "toolName": "t",
+            "content": [],
+            "isError": False,
+            "timestamp": 1,
+            "details": float("nan"),
+        },
+        {"role": "assistant", "content": "not a list"},
+        {"role": "assistant", "content": [], "api": "a", "provider": "p", "model": "m",
+         "stopReason": None},
+        {"role": "user", "content": [{"type": "img"}], "timestamp": 1},
+        ["not", "an", "object"],
+    ],
+)  # fmt: skip
+def test_unusual_shapes_are_left_to_the_checked_path(data: Any) -> None:
+    fast, checked = fast_and_checked(data, pt.AgentMessage)
+    assert fast is MISSED
+    try:
+        read = pt.from_json(data, pt.AgentMessage)
+    except pt.WireFormatError:
+        assert type(checked) is type and issubclass(checked, Exception)
+    else:
+        assert read == checked
+
+
+def test_a_registered_message_type_is_read_by_its_own_reader() -> None:
+    @attrs.define
+    class Note:
+        role = "note"
+        text: str
+        timestamp: int = 0
+
+    wire = pt.wire.make_converter()
+    wire.register_message_type(Note)
+    data = {"role": "note", "text": "hi", "timestamp": 3}
+    reader = wire.converter.readers.reader(pt.AgentMessage)
+    assert reader is not None and reader(data) == Note("hi", 3)
+    assert wire.from_json(data, pt.AgentMessage) == Note("hi", 3)
+    with pytest.raises(pt.WireFormatError, match="text: expected a string"):
+        wire.from_json({"role": "note", "text": 1}, pt.AgentMessage)
