@@ -3,10 +3,17 @@
 ``to_json(obj)`` gives the dict pi would produce (camelCase keys, ``type``/``role`` tags first,
 optional fields omitted as pi omits them); ``from_json(data, cls)`` reads it back, where
 ``cls`` is a class or one of the unions (``pt.AgentMessage``, ``pt.AgentEvent``,
-``pt.StreamEvent``, ...). Unknown extra keys are ignored. Anything else that does not fit
-raises one :class:`pt.WireFormatError` whose message names the path of the problem
+``pt.StreamEvent``, ...). A key a record does not model (a newer pi's field) is kept in its
+``extra`` and written back after its own keys. Anything else that does not fit raises one
+:class:`pt.WireFormatError` whose message names the path of the problem
 (``messages[1].content[2].type: unknown type 'img'``); it never leaks a bare KeyError or a
 cattrs exception group.
+
+Both directions are generated from the records' attrs fields: each record is written by one
+function made for it (no wrapper per call), and read first by a reader made for it that takes
+well-formed JSON of exact types and no unknown key; anything else is read again by the checked
+path, which keeps unknown keys and reports every problem. A session log is written and read
+by these two functions, nothing else.
 
 Types are checked strictly: a string where a number belongs is an error, not a coercion, and
 free-form values (tool arguments, details, ``compat``, metadata, tool schemas) must be JSON

@@ -142,3 +142,37 @@ def test_a_registered_message_type_is_read_by_its_own_reader() -> None:
     assert wire.from_json(data, pt.AgentMessage) == Note("hi", 3)
     with pytest.raises(pt.WireFormatError, match="text: expected a string"):
         wire.from_json({"role": "note", "text": 1}, pt.AgentMessage)
+
+
+_ODD_VALUES = [None, True, 0, 1.5, float("inf"), "x", "", [], {}, [1], {"a": 1}, 2**70]
+
+
+def _mutations(data: Any) -> list[Any]:
+    """``data`` with one value anywhere in it replaced, one key dropped, or one key added."""
+    found: list[Any] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            for odd in _ODD_VALUES:
+                found.append({**data, key: odd})
+            found.append({k: v for k, v in data.items() if k != key})
+            found.extend({**data, key: inner} for inner in _mutations(value))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found.extend([*data[:index], inner, *data[index + 1 :]] for inner in _mutations(value))
+    return found
+
+
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.role)
+def test_the_reader_never_takes_what_the_checked_path_refuses(message: pt.AgentMessage) -> None:
+    """Every one-place change of a message's JSON (hostile or newer input): where the reader
+    takes it, the checked path takes it too and builds the same message."""
+    data = json.loads(json.dumps(pt.to_json(message)))
+    changed = _mutations(data)
+    assert len(changed) > 20
+    taken = 0
+    for item in changed:
+        fast, checked = fast_and_checked(item, pt.AgentMessage)
+        if fast is not MISSED:
+            assert fast == checked, item
+            taken += 1
+    assert taken > 0
