@@ -429,3 +429,40 @@ def fast_and_checked(data: Any, type_: Any) -> tuple[Any, Any]:
     except Exception as exc:
         checked = type(exc)
     return fast, checked
+
+
+SAMPLE_MESSAGES: list[pt.AgentMessage] = [
+    pt.UserMessage("plain text", timestamp=5),
+    pt.UserMessage([pt.TextContent("look"), pt.ImageContent("aGk=", "image/png")], timestamp=6),
+    pt.AssistantMessage(
+        [
+            pt.ThinkingContent("hmm", thinking_signature="sig", redacted=True),
+            pt.TextContent("answer", text_signature="ts"),
+            pt.ToolCall("c1", "lookup", {"q": [1, 2.5, None, {"deep": True}]}, "thought"),
+        ],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="m",
+        usage=pt.Usage(3, 4, 1, 2, 10, pt.UsageCost(0.1, 0.2, 0, 0.05, 0.35)),
+        stop_reason="toolUse",
+        timestamp=7,
+        response_id="r1",
+        response_model="m-2024",
+        duration_ms=12.5,
+        end_turn=True,
+    ),
+    pt.AssistantMessage(
+        [], api="x", provider="y", model="z", stop_reason="error", error_message="boom"
+    ),
+    pt.ToolResultMessage(
+        "c1",
+        "lookup",
+        [pt.TextContent("found"), pt.ImageContent("aGk=", "image/jpeg")],
+        details={"rows": [1, 2], "interrupted": None},
+        is_error=False,
+        timestamp=8,
+        usage=pt.Usage(1, 1, 0, 0, 2),
+    ),
+    pt.ToolResultMessage("c2", "lookup", [pt.TextContent("no")], is_error=True, timestamp=9),
+]
+"""Messages of every role and block kind, with optional fields set and unset."""

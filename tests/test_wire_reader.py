@@ -14,45 +14,10 @@ import pytest
 import pi_trio as pt
 
 from .pi_fixtures import requires_fixtures
-from .support import MISSED, fast_and_checked, recorded_json, with_future_fields
-
-MESSAGES: list[pt.AgentMessage] = [
-    pt.UserMessage("plain text", timestamp=5),
-    pt.UserMessage([pt.TextContent("look"), pt.ImageContent("aGk=", "image/png")], timestamp=6),
-    pt.AssistantMessage(
-        [
-            pt.ThinkingContent("hmm", thinking_signature="sig", redacted=True),
-            pt.TextContent("answer", text_signature="ts"),
-            pt.ToolCall("c1", "lookup", {"q": [1, 2.5, None, {"deep": True}]}, "thought"),
-        ],
-        api="anthropic-messages",
-        provider="anthropic",
-        model="m",
-        usage=pt.Usage(3, 4, 1, 2, 10, pt.UsageCost(0.1, 0.2, 0, 0.05, 0.35)),
-        stop_reason="toolUse",
-        timestamp=7,
-        response_id="r1",
-        response_model="m-2024",
-        duration_ms=12.5,
-        end_turn=True,
-    ),
-    pt.AssistantMessage(
-        [], api="x", provider="y", model="z", stop_reason="error", error_message="boom"
-    ),
-    pt.ToolResultMessage(
-        "c1",
-        "lookup",
-        [pt.TextContent("found"), pt.ImageContent("aGk=", "image/jpeg")],
-        details={"rows": [1, 2], "interrupted": None},
-        is_error=False,
-        timestamp=8,
-        usage=pt.Usage(1, 1, 0, 0, 2),
-    ),
-    pt.ToolResultMessage("c2", "lookup", [pt.TextContent("no")], is_error=True, timestamp=9),
-]
+from .support import MISSED, SAMPLE_MESSAGES, fast_and_checked, recorded_json, with_future_fields
 
 
-@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.role)
+@pytest.mark.parametrize("message", SAMPLE_MESSAGES, ids=lambda m: m.role)
 def test_the_reader_builds_what_the_checked_path_builds(message: pt.AgentMessage) -> None:
     data = json.loads(json.dumps(pt.to_json(message)))
     fast, checked = fast_and_checked(data, pt.AgentMessage)
@@ -162,7 +127,7 @@ def _mutations(data: Any) -> list[Any]:
     return found
 
 
-@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.role)
+@pytest.mark.parametrize("message", SAMPLE_MESSAGES, ids=lambda m: m.role)
 def test_the_reader_never_takes_what_the_checked_path_refuses(message: pt.AgentMessage) -> None:
     """Every one-place change of a message's JSON (hostile or newer input): where the reader
     takes it, the checked path takes it too and builds the same message."""

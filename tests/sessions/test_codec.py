@@ -16,47 +16,15 @@ from pi_trio.providers import faux
 from pi_trio.sessions._entries import Note, dumps, encode, read_message
 
 from ..pi_fixtures import FIXTURE_DIR, requires_fixtures
+from ..support import SAMPLE_MESSAGES
 from ._helpers import calls, make_tool
 
 PI16_TRACES = Path(__file__).parents[1] / "data" / "pi16" / "traces.json"
 
-MESSAGES: list[pt.AgentMessage] = [
-    pt.UserMessage("plain text", timestamp=5),
-    pt.UserMessage([pt.TextContent("look"), pt.ImageContent("aGk=", "image/png")], timestamp=6),
-    pt.AssistantMessage(
-        [
-            pt.ThinkingContent("hmm", thinking_signature="sig", redacted=True),
-            pt.TextContent("answer", text_signature="ts"),
-            pt.ToolCall("c1", "lookup", {"q": [1, 2.5, None, {"deep": True}]}, "thought"),
-        ],
-        api="anthropic-messages",
-        provider="anthropic",
-        model="m",
-        usage=pt.Usage(3, 4, 1, 2, 10, pt.UsageCost(0.1, 0.2, 0, 0.05, 0.35)),
-        stop_reason="toolUse",
-        timestamp=7,
-        response_id="r1",
-        response_model="m-2024",
-    ),
-    pt.AssistantMessage(
-        [], api="x", provider="y", model="z", stop_reason="error", error_message="boom"
-    ),
-    pt.ToolResultMessage(
-        "c1",
-        "lookup",
-        [pt.TextContent("found"), pt.ImageContent("aGk=", "image/jpeg")],
-        details={"rows": [1, 2], "interrupted": None},
-        is_error=False,
-        timestamp=8,
-    ),
-    pt.ToolResultMessage("c2", "lookup", [pt.TextContent("no")], is_error=True, timestamp=9),
-]
-
-
 # --- writing: the log stores pt.to_json's JSON ---------------------------------------------
 
 WRITTEN: list[pt.AgentMessage] = [
-    *MESSAGES,
+    *SAMPLE_MESSAGES,
     pt.UserMessage([], timestamp=1),
     pt.AssistantMessage(
         [pt.ThinkingContent("plain"), pt.TextContent("t")], api="a", provider="p", model="m"
