@@ -120,10 +120,10 @@ class SessionEntry:
 
 @attrs.define
 class Note:
-    """An entry noted by a recorder and not yet committed: its payload is encoded at flush.
+    """An entry noted by a recorder and not yet committed.
 
-    ``text``, when set, is the entry's data already encoded (a tool-result message that is
-    exactly its logged ``tool_result``); ``encoded`` is the data text the last flush wrote.
+    ``text`` is the entry's data encoded (a recorder encodes each entry when it notes it);
+    None: :func:`encode` encodes ``payload``.
     """
 
     seq: int
@@ -131,7 +131,6 @@ class Note:
     payload: Any
     time: int
     text: str | None = None
-    encoded: str | None = None
 
 
 def _default(value: Any) -> Any:

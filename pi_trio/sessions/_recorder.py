@@ -57,6 +57,7 @@ from ._entries import (
     Note,
     QueueName,
     dumps,
+    encode,
     encode_or_stand_in,
     tool_result_data,
 )
@@ -186,10 +187,14 @@ class SessionRecorder:
     # --- noting ------------------------------------------------------------------------------
 
     def note(self, kind: EntryKind, payload: Any) -> int:
-        """Note an entry for the next commit; returns its seq."""
+        """Note an entry for the next commit; returns its seq. It is encoded here, once: the
+        log holds what ``payload`` was when its event was applied, even if the application
+        changes the object before the commit."""
         seq = self._next_seq
         self._next_seq = seq + 1
-        self._pending.append(Note(seq, kind, payload, _now()))
+        note = Note(seq, kind, payload, _now())
+        note.text = encode_or_stand_in(self.session_id, note)[2]
+        self._pending.append(note)
         return seq
 
     def record(self, event: AgentEvent) -> bool:
@@ -211,8 +216,8 @@ class SessionRecorder:
                     del self._queued[id(message)]
                 self.note("drained", {"queue": queue, "ref": ref})
             elif type(message) is ToolResultMessage:
-                rebuilt, text = self._rebuildable(message)
-                if rebuilt:  # durable through its tool_result: no flush
+                text = self._rebuildable(message)
+                if text is not None:  # durable through its tool_result: no flush
                     seq = self._next_seq
                     self._next_seq = seq + 1
                     self._pending.append(Note(seq, "message", message, _now(), text))
@@ -282,31 +287,26 @@ class SessionRecorder:
         self._last = messages[-1]
         return True
 
-    def _rebuildable(self, message: ToolResultMessage) -> tuple[bool, str | None]:
-        """Whether a durable ``tool_result`` entry rebuilds ``message`` exactly on resume (the
-        loader turns a logged result without its message into the message; see
-        ``_logged_result``): then the message needs no commit of its own before its end.
-        Compared as committed JSON, so a result changed after its entry was written (a
-        ``details`` dict shared between calls) does not count as rebuilt.
-
-        Also the message's own entry text (from the JSON just compared, so the message is
-        written once)."""
+    def _rebuildable(self, message: ToolResultMessage) -> str | None:
+        """The entry text of ``message`` when a durable ``tool_result`` entry rebuilds it
+        exactly on resume (the loader turns a logged result without its message into the
+        message; see ``_logged_result``): then the message needs no commit of its own before
+        its end. None otherwise. Compared as committed JSON, so a result changed after its
+        entry was written (a ``details`` dict shared between calls) does not count as rebuilt.
+        The text comes from the JSON just compared, so the message is encoded once."""
         note = self._results.pop(message.tool_call_id, None)
         if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
-            return False, None
+            return None
         if not _entry_fields_only(message):  # usage etc.: the message is logged whole
-            return False, None
-        committed = note.encoded
+            return None
         try:
             written = to_json(message)
             entry = tool_result_data(
                 message.tool_call_id, message.tool_name, written, message.is_error
             )
-            if committed is None or dumps(entry) != committed:
-                return False, None
-            return True, dumps(written)
-        except Exception:  # not encodable as it stands: let the flush deal with it
-            return False, None
+            return dumps(written) if dumps(entry) == note.text else None
+        except Exception:  # not encodable as it stands: noting it logs a stand-in
+            return None
 
     def _note_early_intents(self, message: AssistantMessage) -> None:
         """Put the intents of the calls that will execute at once in this message's commit.
@@ -449,12 +449,9 @@ class SessionRecorder:
                 rows = []
                 inbox = []
                 for note in notes:
-                    row = encode_or_stand_in(self.session_id, note)
-                    rows.append(row)
+                    rows.append(encode(note))  # its text, encoded when it was noted
                     kind = note.kind
-                    if kind == "tool_result":
-                        note.encoded = row[2]  # what _rebuildable compares with
-                    elif kind == "queued" and note.payload[2]:
+                    if kind == "queued" and note.payload[2]:
                         inbox.append(note.payload[2])
                     elif kind == "decision" and "inbox" in note.payload:
                         inbox.append(note.payload["inbox"])
