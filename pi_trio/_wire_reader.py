@@ -61,6 +61,7 @@ class _RecordSpec:
     tag: tuple[str, str] | None
     kept: str | None
     local: frozenset[str]
+    order: int  # when it was registered: a record's checked hook holds its fields' hooks of then
 
 
 @attrs.frozen
@@ -75,6 +76,7 @@ class Readers:
     def __init__(self, conv: cattrs.Converter) -> None:
         self._conv = conv
         self._records: dict[type[Any], _RecordSpec] = {}
+        self._order = itertools.count()
         self._unions: dict[Any, _UnionSpec] = {}
         self._readers: dict[Any, Reader | None] = {}
         self.generated = self._readers
@@ -85,7 +87,7 @@ class Readers:
         self, cls: type[Any], tag: tuple[str, str] | None, kept: str | None, local: frozenset[str]
     ) -> None:
         """``cls`` was registered (see :func:`register_record`)."""
-        self._records[cls] = _RecordSpec(tag, kept, local)
+        self._records[cls] = _RecordSpec(tag, kept, local, next(self._order))
         self._readers.clear()
 
     def add_union(
@@ -154,6 +156,7 @@ class _Source:
         self.conv = conv
         self.readers = readers
         self.globs: dict[str, Any] = {"Miss": Miss, "_miss": _miss, "_isfinite": math.isfinite}
+        self.registered: int | None = None  # when the record being generated was registered
 
     def name(self, value: Any, hint: str) -> str:
         name = f"_{hint}_{next(_names)}"
@@ -229,6 +232,10 @@ class _Source:
         union = self.readers.union(type_)
         if union is not None:
             return self._union_value(union, var)
+        held = self.readers.record(type_)
+        if held is not None and self.registered is not None and held.order > self.registered:
+            return "_miss()"  # registered after the record holding it, whose checked hook
+            # reads it the way it was registered then: the checked path decides
         found = self.readers.reader(type_)
         if found is not None:
             return f"{self.name(found, 'read')}({var})"
@@ -236,6 +243,7 @@ class _Source:
         return f"{self.name(hook, 'hook')}({var}, {self.name(type_, 'type')})"
 
     def _record(self, cls: type[Any], spec: _RecordSpec) -> Reader:
+        self.registered = spec.order
         attrs.resolve_types(cls)
         fields = [f for f in attrs.fields(cls) if f.name not in spec.local and f.init]
         known = {camel(f.name) for f in fields} | ({spec.tag[0]} if spec.tag else set())

@@ -77,27 +77,30 @@ class _Source:
         return f"{self.name(handler, 'hook')}({var})"
 
     def _union(self, type_: Any, var: str) -> str | None:
-        """A union's expression: None passed through, values cattrs passes through as they
-        are (strings, numbers), and at most one other kind of value (a list, or records)."""
+        """A union's expression, written as cattrs writes it: an optional value by its one
+        type's hook; else values cattrs passes through as they are (a ``str``, an ``int``...)
+        at once, a list of the union's one list type by its comprehension, a record by its
+        class's hook, and anything else (a ``str`` subclass, an enum...) by the converter."""
         members = get_args(type_)
         plain = tuple(m for m in members if m is _NONE or self._is_identity(m))
         others = tuple(m for m in members if m not in plain)
         if not others:
             return var
-        if len(others) == 1:
-            written = self.value(others[0], var)
-        elif _is_records(others):  # dispatched on the value's class
+        if plain == (_NONE,) and len(others) == 1:
+            return f"(None if {var} is None else {self.value(others[0], var)})"
+        if _is_records(others):  # dispatched on the value's class, whatever it is
             hooks, learn = _dispatch(self.conv, others)
             hooks_name, learn_name = self.name(hooks, "hooks"), self.name(learn, "learn")
             cls = f"{var}.__class__"
             written = f"({hooks_name}.get({cls}) or {learn_name}({cls}))({var})"
+        elif len(others) == 1 and get_origin(others[0]) is list:
+            items = self.value(others[0], var)
+            written = f"({items} if {var}.__class__ is list else _unstructure({var}))"
         else:
             return None
         if not plain:
             return written
-        if plain == (_NONE,):
-            return f"(None if {var} is None else {written})"
-        classes = self.name(frozenset(_NONE if m is _NONE else m for m in plain), "plain")
+        classes = self.name(frozenset(plain), "plain")
         return f"({var} if {var}.__class__ in {classes} else {written})"
 
     def _is_identity(self, type_: Any) -> bool:

@@ -141,3 +141,28 @@ def test_the_reader_never_takes_what_the_checked_path_refuses(message: pt.AgentM
             assert fast == checked, item
             taken += 1
     assert taken > 0
+
+
+@attrs.define
+class Attachment:
+    file_name: str
+
+
+@attrs.define
+class Memo:
+    role = "memo"
+    attachment: Attachment
+    timestamp: int = 0
+
+
+def test_a_record_registered_after_the_one_holding_it_is_read_as_the_checked_path_reads_it() -> (
+    None
+):
+    wire = pt.wire.make_converter()
+    wire.register_message_type(Memo)  # holds Attachment's hooks of now (cattrs' defaults)
+    wire.register_records(Attachment)
+    written = wire.to_json(Memo(Attachment("f"), 1))
+    assert wire.from_json(written, pt.AgentMessage) == Memo(Attachment("f"), 1)
+    camel = {"role": "memo", "attachment": {"fileName": "f"}, "timestamp": 1}
+    with pytest.raises(pt.WireFormatError, match="required field missing"):
+        wire.from_json(camel, pt.AgentMessage)  # as the checked path: not read either way

@@ -4,6 +4,7 @@ added around them) writes, on every object pi recorded."""
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -112,3 +113,25 @@ def test_every_record_of_the_data_model_is_written_by_a_generated_function() -> 
     )
     cost = pt.UsageCost(1, 2, 3, 4, 10, extra={"k": 1})
     assert plain(cost) == fast(cost) == {**wire.to_json(cost)}
+
+
+class _Topic(enum.StrEnum):
+    GREETING = "hello there"
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "content",
+    [_Topic.GREETING, _Text("a str subclass"), _Text(""), "", {"a": 1}, None, 5, ("t",)],
+    ids=["str-enum", "str-subclass", "empty-subclass", "empty", "dict", "none", "int", "tuple"],
+)
+def test_a_union_s_other_values_are_written_as_cattrs_writes_them(
+    plain: wire.WireConverter, content: Any
+) -> None:
+    """``str | list[...]`` holding what is neither an exact str nor a list: never iterated
+    as a list of blocks."""
+    message = pt.UserMessage(content, timestamp=1)
+    assert repr(wire.to_json(message)) == repr(plain.to_json(message))

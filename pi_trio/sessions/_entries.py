@@ -219,7 +219,10 @@ def encode(note: Note) -> Row:
         data = to_json(payload)
     elif kind == "tool_result":
         event: ToolExecutionEnd = payload
-        written = to_json(event.result)
+        result = event.result
+        if not (result.structured_content is None and result.usage is None and not result.extra):
+            result = ToolResult(result.content, result.details)  # what the entry stores, only
+        written = to_json(result)
         data = tool_result_data(event.tool_call_id, event.tool_name, written, event.is_error)
     elif kind == "tool_intent":
         call: ToolCall = payload

@@ -137,3 +137,38 @@ async def test_logged_entries_are_the_text_pi_s_json_encodes_to(tmp_path: Path) 
     for text in messages:
         message = pt.from_json(json.loads(text), pt.AgentMessage)  # type: ignore[arg-type]
         assert text == dumps(pt.to_json(message))
+
+
+async def _structured_too_deep(call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    tree: Any = 1
+    for _ in range(70):
+        tree = [tree]
+    return pt.ToolResult(
+        [pt.TextContent("3 rows")], details={"rows": 3}, structured_content={"tree": tree}
+    )
+
+
+async def test_a_tool_result_entry_holds_only_content_and_details(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the entry does not store (structured content nested too deep to write) does not
+    turn its details into a stand-in."""
+    path = tmp_path / "agents.db"
+    scripted = faux.FauxModel([calls("deep"), faux.assistant_message("ok")])
+    tools = [make_tool("deep", _structured_too_deep)]
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent(
+            "s", initial_state=pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted
+        ) as agent,
+    ):
+        await agent.prompt("go")
+    db = sqlite3.connect(path)
+    try:
+        (text,) = db.execute(
+            "SELECT data FROM pi_trio_entries WHERE kind = 'tool_result'"
+        ).fetchone()
+    finally:
+        db.close()
+    assert json.loads(text)["details"] == {"rows": 3}
+    assert "tool_result" not in caplog.text
