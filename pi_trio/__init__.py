@@ -419,10 +419,6 @@ def _loaded(subpackage: str, module: _types.ModuleType) -> None:
     for name in names:
         namespace[name] = getattr(module, name)
     _fixup_module_metadata(__name__, names, namespace)
-    if subpackage == "wire":  # pi's coding-agent messages are part of the data model read
-        from .coding_messages import register_on
-
-        register_on(module.default_converter)
     if subpackage == "proxy":
         own = [name for name in module.__all__ if name not in __all__]
         _fixup_module_metadata(module.__name__, own, vars(module))

@@ -5,18 +5,19 @@ pi-coding-agent (1.6) puts four more roles into the transcript it sends through 
 ``branchSummary`` (what a branch the conversation left said), a ``custom`` message an extension
 injected, and a ``bashExecution`` (a shell command the user ran with ``!``). pi_trio reads and
 writes them as pi's JSON (keys they do not model kept in ``extra``, as pi's own messages do;
-they are registered on the default wire converter when
-:mod:`pi_trio.wire` is first imported), and the agent's default ``convert_to_llm`` shows them to
+every :class:`pi_trio.wire.WireConverter` knows them from the start), and the agent's default
+``convert_to_llm`` shows them to
 the model as pi does: each becomes a user message (a summary wrapped in a short note saying what
 it is; a ``bashExecution`` marked ``exclude_from_context`` is not shown).
 
-This module imports neither cattrs nor the wire converter (``import pi_trio`` stays light):
-:func:`register_on` is called with a converter when one is made.
+This module imports neither cattrs nor the wire converter (``import pi_trio`` stays light): the
+converter registers :data:`CODING_MESSAGE_TYPES` when it is made, leaving out the fields in
+:data:`OMITTED_WHILE_NONE` while they are None, as pi does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, final
 
 import attrs
 
@@ -32,17 +33,14 @@ from .messages import (
     now_ms,
 )
 
-if TYPE_CHECKING:
-    from .wire import WireConverter
-
 __all__ = [
     "CODING_MESSAGE_TYPES",
+    "OMITTED_WHILE_NONE",
     "BashExecutionMessage",
     "BranchSummary",
     "CompactionSummary",
     "ExtensionMessage",
     "as_llm_message",
-    "register_on",
 ]
 
 
@@ -116,22 +114,11 @@ CODING_MESSAGE_TYPES: Final = (
 )
 """The message classes of this module."""
 
-_OPTIONAL: Final = {
+OMITTED_WHILE_NONE: Final[dict[type[Any], frozenset[str]]] = {
     ExtensionMessage: frozenset({"details"}),
     BashExecutionMessage: frozenset({"exit_code", "full_output_path", "exclude_from_context"}),
 }
-
-
-def register_on(converter: WireConverter) -> None:
-    """Let ``converter`` read and write this module's messages as pi's JSON (an optional
-    field pi leaves out while unset, such as ``details``, is left out while None)."""
-    from ._wire_records import register_record
-
-    for cls in CODING_MESSAGE_TYPES:
-        converter.register_message_type(cls)
-        omitted = _OPTIONAL.get(cls)
-        if omitted:  # the same hooks, with pi's optional fields omitted while None
-            register_record(converter.converter, cls, ("role", cls.role), omitted)
+"""The fields pi leaves out of a message's JSON while they are unset (None), per class."""
 
 
 _LLM_TYPES: Final = (UserMessage, AssistantMessage, ToolResultMessage, SystemMessage)

@@ -64,6 +64,7 @@ from ._wire_values import (
     structure_int,
     structure_str,
 )
+from .coding_messages import CODING_MESSAGE_TYPES, OMITTED_WHILE_NONE
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -110,6 +111,10 @@ class WireConverter:
         self._generated = self._readers.generated
         self._install_values()
         install_data_model(self.converter, self._message_roles)
+        for cls in CODING_MESSAGE_TYPES:  # pi-coding-agent's: part of the data model read
+            omitted = OMITTED_WHILE_NONE.get(cls, frozenset())
+            register_record(self.converter, cls, ("role", cls.role), omitted)
+            self._custom_messages[cls.role] = cls
 
     def __repr__(self) -> str:
         return f"<pi_trio.wire.WireConverter max_depth={self.max_depth}>"
@@ -170,8 +175,9 @@ class WireConverter:
         """``obj`` as pi's JSON: plain dicts, lists, strings, numbers, booleans and None.
 
         Raises:
-            pt.WireFormatError: a free-form value in ``obj`` nests deeper than ``max_depth``;
-                the message names its path (``details[0][0]...: nested deeper than ...``).
+            pt.WireFormatError: a free-form value in ``obj`` nests deeper than ``max_depth``
+                (the message names its path: ``details[0][0]...: nested deeper than ...``),
+                or a field holds a value of another type (``usage=None``, say).
         """
         try:
             return self._unstructure(obj)
@@ -180,6 +186,11 @@ class WireConverter:
             raise WireFormatError(problem, (problem,)) from None
         except RecursionError:  # only a self-nesting record type of an application's own
             raise WireFormatError("(root): nested too deeply to write") from None
+        except (AttributeError, TypeError) as exc:  # a field holding a value of another type
+            problem = (
+                f"(root): cannot write this {type(obj).__name__} ({type(exc).__name__}: {exc})"
+            )
+            raise WireFormatError(problem, (problem,)) from exc
 
     def _locate(self, value: Any) -> str | None:
         """The path below ``value`` of what :meth:`to_json` refuses (slow; after a failure)."""

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 import pi_trio as pt
-from pi_trio import _wire_records, coding_messages, wire
+from pi_trio import _wire_records, wire
 from pi_trio._wire_writer import plain_record_writer, record_writer
 
 from .pi_fixtures import requires_fixtures
@@ -23,9 +23,7 @@ from .support import recorded_json, with_future_fields
 def plain(monkeypatch: pytest.MonkeyPatch) -> wire.WireConverter:
     """A copy of the default converter whose records are written the plain way."""
     monkeypatch.setattr(_wire_records, "record_writer", plain_record_writer)
-    converter = wire.default_converter.copy()
-    coding_messages.register_on(converter)
-    return converter
+    return wire.default_converter.copy()
 
 
 def _text(converter: wire.WireConverter, obj: Any) -> str:
@@ -135,3 +133,18 @@ def test_a_union_s_other_values_are_written_as_cattrs_writes_them(
     as a list of blocks."""
     message = pt.UserMessage(content, timestamp=1)
     assert repr(wire.to_json(message)) == repr(plain.to_json(message))
+
+
+def test_a_field_of_another_type_is_a_wire_format_error() -> None:
+    message = pt.AssistantMessage([], "api", "prov", "m", usage=None)  # type: ignore[arg-type]
+    with pytest.raises(pt.WireFormatError, match="cannot write this AssistantMessage"):
+        wire.to_json(message)
+
+
+def test_every_converter_writes_pi_coding_agent_s_messages_as_pi_does() -> None:
+    bash = pt.coding_messages.BashExecutionMessage("ls", "out", timestamp=1)
+    expected = {"role": "bashExecution", "command": "ls", "output": "out", "cancelled": False,
+                "truncated": False, "timestamp": 1}  # fmt: skip
+    assert wire.to_json(bash) == expected
+    assert wire.make_converter().to_json(bash) == expected
+    assert wire.default_converter.copy().to_json(bash) == expected
