@@ -17,7 +17,7 @@ from pi_trio.sessions._entries import Note, dumps, encode, read_message
 
 from ..pi_fixtures import FIXTURE_DIR, requires_fixtures
 from ..support import SAMPLE_MESSAGES
-from ._helpers import calls, make_tool
+from ._helpers import calls, make_tool, rows
 
 PI16_TRACES = Path(__file__).parents[1] / "data" / "pi16" / "traces.json"
 
@@ -111,19 +111,22 @@ async def _detailed(call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
     return pt.ToolResult(content, details={"n": params["n"], "list": [1.5, None, True]})
 
 
+async def _prompted(path: Path, scripted: faux.FauxModel, tools: list[pt.AgentTool]) -> None:
+    state = pt.AgentState(model=scripted.model, tools=tools)
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent("s", initial_state=state, stream_fn=scripted) as agent,
+    ):
+        await agent.prompt("go")
+
+
 async def test_logged_entries_are_the_text_pi_s_json_encodes_to(tmp_path: Path) -> None:
     # tool-result messages ride on their tool_result's commit, written once: byte for byte
     # what encoding the message itself gives
     path = tmp_path / "agents.db"
     scripted = faux.FauxModel([calls("plain", "detailed", "plain"), faux.assistant_message("ok")])
     tools = [make_tool("plain", _plain), make_tool("detailed", _detailed)]
-    async with (
-        pt.open_session_store(path) as store,
-        store.open_agent(
-            "s", initial_state=pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted
-        ) as agent,
-    ):
-        await agent.prompt("go")
+    await _prompted(path, scripted, tools)
     db = sqlite3.connect(path)
     try:
         logged = db.execute("SELECT kind, data FROM pi_trio_entries ORDER BY seq").fetchall()
@@ -156,19 +159,7 @@ async def test_a_tool_result_entry_holds_only_content_and_details(
     path = tmp_path / "agents.db"
     scripted = faux.FauxModel([calls("deep"), faux.assistant_message("ok")])
     tools = [make_tool("deep", _structured_too_deep)]
-    async with (
-        pt.open_session_store(path) as store,
-        store.open_agent(
-            "s", initial_state=pt.AgentState(model=scripted.model, tools=tools), stream_fn=scripted
-        ) as agent,
-    ):
-        await agent.prompt("go")
-    db = sqlite3.connect(path)
-    try:
-        (text,) = db.execute(
-            "SELECT data FROM pi_trio_entries WHERE kind = 'tool_result'"
-        ).fetchone()
-    finally:
-        db.close()
-    assert json.loads(text)["details"] == {"rows": 3}
+    await _prompted(path, scripted, tools)
+    (result,) = [data for _, kind, data, _ in rows(path) if kind == "tool_result"]
+    assert result["details"] == {"rows": 3}
     assert "tool_result" not in caplog.text
