@@ -138,6 +138,8 @@ def test_the_reader_never_takes_what_the_checked_path_refuses(message: pt.AgentM
     for item in changed:
         fast, checked = fast_and_checked(item, pt.AgentMessage)
         if fast is not MISSED:
+            if "timestamp" not in item:  # each read it from the clock, maybe a tick apart
+                fast = attrs.evolve(fast, timestamp=getattr(checked, "timestamp", None))
             assert fast == checked, item
             taken += 1
     assert taken > 0
