@@ -20,13 +20,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import attrs
 import cattrs
 
+from ._wire_codegen import NONE, Generated, is_union
 from ._wire_values import camel
 
 __all__ = ["Miss", "Reader", "Readers", "RecordConverter", "readers_of"]
@@ -34,16 +34,9 @@ __all__ = ["Miss", "Reader", "Readers", "RecordConverter", "readers_of"]
 Reader = Callable[[Any], Any]
 """An object from its JSON; raises when the JSON is not of the plain shape it reads."""
 
-_NONE = type(None)
-_names = itertools.count()
-
 
 class Miss(Exception):
     """The fast reader does not take this JSON: the checked path reads it."""
-
-
-def _is_union(type_: Any) -> bool:
-    return get_origin(type_) in (Union, types.UnionType)
 
 
 def _checked(conv: cattrs.Converter, cls: type[Any]) -> Reader:
@@ -78,8 +71,7 @@ class Readers:
         self._records: dict[type[Any], _RecordSpec] = {}
         self._order = itertools.count()
         self._unions: dict[Any, _UnionSpec] = {}
-        self._readers: dict[Any, Reader | None] = {}
-        self.generated = self._readers
+        self.generated: dict[Any, Reader | None] = {}
         """The readers generated so far (None: being generated): ``generated.get(type_)``
         first, then :meth:`reader`."""
 
@@ -88,28 +80,28 @@ class Readers:
     ) -> None:
         """``cls`` was registered (see :func:`register_record`)."""
         self._records[cls] = _RecordSpec(tag, kept, local, next(self._order))
-        self._readers.clear()
+        self.generated.clear()
 
     def add_union(
         self, union: Any, tag_key: str, choices: Callable[[], Mapping[str, type[Any]]]
     ) -> None:
         """``union`` is read as the class ``choices()[data[tag_key]]``."""
         self._unions[union] = _UnionSpec(tag_key, choices)
-        self._readers.clear()
+        self.generated.clear()
 
     def reader(self, type_: Any) -> Reader | None:
         """The generated reader of a registered record or union, or None."""
         try:
-            return self._readers[type_]
+            return self.generated[type_]
         except KeyError:
             pass
         except TypeError:  # an unhashable type argument: never registered
             return None
         if type_ not in self._records and type_ not in self._unions:
             return None
-        self._readers[type_] = None  # while generating: a self-nesting type reads checked
+        self.generated[type_] = None  # while generating: a self-nesting type reads checked
         made = _Source(self._conv, self).reader(type_)
-        self._readers[type_] = made
+        self.generated[type_] = made
         return made
 
     def record(self, cls: type[Any]) -> _RecordSpec | None:
@@ -149,19 +141,14 @@ def readers_of(conv: cattrs.Converter) -> Readers:
     return conv.readers if isinstance(conv, RecordConverter) else Readers(conv)
 
 
-class _Source:
+class _Source(Generated):
     """The globals of a generated reader, and the statements that read its values."""
 
     def __init__(self, conv: cattrs.Converter, readers: Readers) -> None:
+        super().__init__({"Miss": Miss, "_miss": _miss, "_isfinite": math.isfinite})
         self.conv = conv
         self.readers = readers
-        self.globs: dict[str, Any] = {"Miss": Miss, "_miss": _miss, "_isfinite": math.isfinite}
         self.registered: int | None = None  # when the record being generated was registered
-
-    def name(self, value: Any, hint: str) -> str:
-        name = f"_{hint}_{next(_names)}"
-        self.globs[name] = value
-        return name
 
     def reader(self, type_: Any) -> Reader:
         spec = self.readers.record(type_)
@@ -214,19 +201,19 @@ class _Source:
         if get_origin(type_) is Literal and all(a.__class__ is str for a in get_args(type_)):
             allowed = self.name(frozenset(get_args(type_)), "allowed")
             return f"({var} if {var}.__class__ is str and {var} in {allowed} else _miss())"
-        if _is_union(type_) and self.readers.union(type_) is None:
+        if is_union(type_) and self.readers.union(type_) is None:
             members = get_args(type_)
-            others = [m for m in members if m is not _NONE]
+            others = [m for m in members if m is not NONE]
             if len(others) == 1:
                 inner = self.value(others[0], var)
-                return f"(None if {var} is None else {inner})" if _NONE in members else inner
+                return f"(None if {var} is None else {inner})" if NONE in members else inner
             if len(others) == 2 and str in others:  # a string, or one other kind of value
                 (other,) = (m for m in others if m is not str)
                 inner = self.value(other, var)
                 plain = f"({var} if {var}.__class__ is str else {inner})"
-                return f"(None if {var} is None else {plain})" if _NONE in members else plain
+                return f"(None if {var} is None else {plain})" if NONE in members else plain
         if get_origin(type_) is list and len(get_args(type_)) == 1:
-            item = f"_item_{next(_names)}"
+            item = self.fresh("item")
             read = self.value(get_args(type_)[0], item)
             return f"([{read} for {item} in {var}] if {var}.__class__ is list else _miss())"
         union = self.readers.union(type_)
@@ -276,8 +263,6 @@ class _Source:
         if _positional(cls, [field.alias for field in fields]):  # a call ~3x cheaper
             arguments = [argument.split("=", 1)[1] for argument in arguments]
         lines.append(f"    return {self.name(cls, 'cls')}({', '.join(arguments)})")
-        namespace: dict[str, Any] = {}
         filename = f"<pi_trio.wire reader of {cls.__module__}.{cls.__qualname__}>"
-        exec(compile("\n".join(lines), filename, "exec"), self.globs, namespace)
-        reader: Reader = namespace[f"read_{cls.__name__}"]
+        reader: Reader = self.compile(f"read_{cls.__name__}", lines, filename)
         return reader

@@ -17,16 +17,15 @@ writing a message that way costs about half of the plain one.
 
 from __future__ import annotations
 
-import itertools
-import types
 from collections.abc import Callable, Mapping
-from typing import Any, Union, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import attrs
 import cattrs
 from cattrs.fns import identity
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from ._wire_codegen import NONE, Generated, is_union
 from ._wire_kept import write_kept
 from ._wire_values import camel
 
@@ -35,42 +34,30 @@ __all__ = ["Writer", "plain_record_writer", "record_writer"]
 Writer = Callable[[Any], dict[str, Any]]
 """A record's JSON object from an instance."""
 
-_NONE = type(None)
-_names = itertools.count()
-
-
-def _is_union(type_: Any) -> bool:
-    return get_origin(type_) in (Union, types.UnionType)
-
 
 def _is_records(members: tuple[Any, ...]) -> bool:
     return bool(members) and all(isinstance(m, type) and attrs.has(m) for m in members)
 
 
-class _Source:
+class _Source(Generated):
     """The globals of a generated function, and the expressions that write its values."""
 
     def __init__(self, conv: cattrs.Converter) -> None:
+        super().__init__({"_unstructure": conv.unstructure})
         self.conv = conv
-        self.globs: dict[str, Any] = {"_unstructure": conv.unstructure}
-
-    def name(self, value: Any, hint: str) -> str:
-        name = f"_{hint}_{next(_names)}"
-        self.globs[name] = value
-        return name
 
     def value(self, type_: Any, var: str) -> str:
         """The expression writing ``var`` (a name or an attribute) declared as ``type_``."""
         handler = self.conv.get_unstructure_hook(type_, cache_result=False)
         if handler is identity:
             return var
-        if _is_union(type_):
+        if is_union(type_):
             written = self._union(type_, var)
             if written is not None:
                 return written
         elif get_origin(type_) is list and len(get_args(type_)) == 1:
             (item_type,) = get_args(type_)
-            item_var = f"_item_{next(_names)}"
+            item_var = self.fresh("item")
             item = self.value(item_type, item_var)
             if item != item_var:
                 return f"[{item} for {item_var} in {var}]"
@@ -82,11 +69,11 @@ class _Source:
         at once, a list of the union's one list type by its comprehension, a record by its
         class's hook, and anything else (a ``str`` subclass, an enum...) by the converter."""
         members = get_args(type_)
-        plain = tuple(m for m in members if m is _NONE or self._is_identity(m))
+        plain = tuple(m for m in members if m is NONE or self._is_identity(m))
         others = tuple(m for m in members if m not in plain)
         if not others:
             return var
-        if plain == (_NONE,) and len(others) == 1:
+        if plain == (NONE,) and len(others) == 1:
             return f"(None if {var} is None else {self.value(others[0], var)})"
         if _is_records(others):  # dispatched on the value's class, whatever it is
             hooks, learn = _dispatch(self.conv, others)
@@ -187,10 +174,8 @@ def record_writer(
         *(f"    {line}" for line in omitted),
         "    return out",
     ]
-    namespace: dict[str, Any] = {}
     filename = f"<pi_trio.wire writer of {cls.__module__}.{cls.__qualname__}>"
-    exec(compile("\n".join(lines), filename, "exec"), source.globs, namespace)
-    writer: Writer = namespace[f"write_{cls.__name__}"]
+    writer: Writer = source.compile(f"write_{cls.__name__}", lines, filename)
     return writer
 
 
