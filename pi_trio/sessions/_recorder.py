@@ -15,9 +15,15 @@ everything noted since the last commit in one transaction at each :meth:`flush` 
   process: the log must say so first);
 - a tool call's intent before ``execute`` (the wrapped ``before_tool_call`` awaits it).
 
-Concurrent flushes (parallel tools finishing together) share commits: a flush waits for the
-commit in flight, then commits whatever is still pending, so N tools finishing at once cost
-one or two commits, not N.
+Overlapping flushes of one recorder (the loop's, the lease keeper's, a queue's) share commits:
+a flush that comes while a commit is in flight waits for it, then commits whatever is still
+pending. Parallel tools' results are not among them: their ends are delivered one after
+another, each durable first, so each is a commit of its own (which the store's grouped commit
+shares with other agents' appends).
+
+Pending entries are kept as their encoded rows, not as objects around them: every agent parked
+at a durable point holds its pending entries until the commit, and with a thousand agents each
+object held there is a thousand more for Python's cyclic garbage collector to walk.
 """
 
 from __future__ import annotations
@@ -51,13 +57,13 @@ from ..messages import (
 from ..models import Model
 from ..tools import ToolDecision
 from ..wire import carries_message, to_json
-from ._backend import Lease, SessionBackend
+from ._backend import Lease, Row, SessionBackend
 from ._entries import (
+    FORMAT_VERSION,
     EntryKind,
     Note,
     QueueName,
     dumps,
-    encode,
     encode_or_stand_in,
     tool_result_data,
 )
@@ -143,8 +149,12 @@ class SessionRecorder:
         self._lease = lease
         self._next_seq = next_seq
         self._durable_seq = next_seq - 1
-        self._pending: list[Note] = []
-        self._writing: trio.Event | None = None
+        # the rows noted since the last commit (each encoded when noted; see the module
+        # docstring), and the inbox rows that commit deletes (see from_inbox)
+        self._pending: list[Row] = []
+        self._pending_inbox: list[int] = []
+        self._writing = False  # a commit of this recorder's is in flight
+        self._written: trio.Event | None = None  # made by a flush that waits for that commit
         self._failure: BaseException | None = None
         self._closed = False
         # message identity -> queued entries (seq, queue) in FIFO order, to log their drain
@@ -158,8 +168,8 @@ class SessionRecorder:
         """Log intents with their assistant message (set when no ``before_tool_call`` hook of
         the application's runs; see :meth:`_note_early_intents`)."""
         self._early: set[str] = set()
-        # tool_result notes by call id, until their result message ends (see _rebuildable)
-        self._results: dict[str, Note] = {}
+        # tool_result rows by call id, until their result message ends (see _rebuildable)
+        self._results: dict[str, Row] = {}
         self.from_inbox: int | None = None
         """Set while an inbox row is queued or decided (see ``pull_inbox``): its ``queued``
         or ``decision`` entry names the row, and the commit that logs it deletes the row."""
@@ -192,9 +202,7 @@ class SessionRecorder:
         changes the object before the commit."""
         seq = self._next_seq
         self._next_seq = seq + 1
-        note = Note(seq, kind, payload, _now())
-        note.text = encode_or_stand_in(self.session_id, note)[2]
-        self._pending.append(note)
+        self._pending.append(encode_or_stand_in(self.session_id, Note(seq, kind, payload, _now())))
         return seq
 
     def record(self, event: AgentEvent) -> bool:
@@ -220,7 +228,7 @@ class SessionRecorder:
                 if text is not None:  # durable through its tool_result: no flush
                     seq = self._next_seq
                     self._next_seq = seq + 1
-                    self._pending.append(Note(seq, "message", message, _now(), text))
+                    self._pending.append((seq, "message", text, _now(), FORMAT_VERSION))
                     self._count += 1
                     self._last = message
                     return False
@@ -262,9 +270,12 @@ class SessionRecorder:
             "approved": decision.approved,
             "reason": decision.reason,
         }
-        if self.from_inbox is not None:
-            data["inbox"] = self.from_inbox  # the store.approve() row: deleted by this commit
+        inbox = self.from_inbox
+        if inbox is not None:
+            data["inbox"] = inbox  # the store.approve() row: deleted by this commit
         self.note("decision", data)
+        if inbox is not None:
+            self._pending_inbox.append(inbox)
 
     def _note_compaction(self, event: CompactionEnd) -> bool:
         """Log a compaction that made a summary: the agent's transcript (already replaced) is
@@ -294,8 +305,11 @@ class SessionRecorder:
         its end. None otherwise. Compared as committed JSON, so a result changed after its
         entry was written (a ``details`` dict shared between calls) does not count as rebuilt.
         The text comes from the JSON just compared, so the message is encoded once."""
-        note = self._results.pop(message.tool_call_id, None)
-        if note is None or note.seq > self._durable_seq or message.timestamp != note.time:
+        row = self._results.pop(message.tool_call_id, None)
+        if row is None:
+            return None
+        seq, _, logged, time, _ = row
+        if seq > self._durable_seq or message.timestamp != time:
             return None
         if not _entry_fields_only(message):  # usage etc.: the message is logged whole
             return None
@@ -304,7 +318,7 @@ class SessionRecorder:
             entry = tool_result_data(
                 message.tool_call_id, message.tool_name, written, message.is_error
             )
-            return dumps(written) if dumps(entry) == note.text else None
+            return dumps(written) if dumps(entry) == logged else None
         except Exception:  # not encodable as it stands: noting it logs a stand-in
             return None
 
@@ -402,6 +416,8 @@ class SessionRecorder:
         check_loggable(message)
         queue = _queue_name(kind)
         seq = self.note("queued", (queue, message, self.from_inbox))
+        if self.from_inbox is not None:  # the store.enqueue() row: deleted by this commit
+            self._pending_inbox.append(self.from_inbox)
         self.adopt_queued(seq, queue, message)
 
     def adopt_queued(self, seq: int, queue: QueueName, message: AgentMessage) -> None:
@@ -438,37 +454,34 @@ class SessionRecorder:
         while self._durable_seq < target:
             if self._failure is not None:
                 raise SessionBusyError(str(self._failure), session_id=self.session_id)
-            if self._writing is not None:
-                await self._writing.wait()
+            if self._writing:
+                if self._written is None:
+                    self._written = trio.Event()
+                await self._written.wait()
                 continue
-            notes, self._pending = self._pending, []
-            if not notes:
+            rows, self._pending = self._pending, []
+            if not rows:
                 return
-            done = self._writing = trio.Event()
+            inbox, self._pending_inbox = self._pending_inbox, []
+            self._writing = True
             try:
-                rows = []
-                inbox = []
-                for note in notes:
-                    rows.append(encode(note))  # its text, encoded when it was noted
-                    kind = note.kind
-                    if kind == "queued" and note.payload[2]:
-                        inbox.append(note.payload[2])
-                    elif kind == "decision" and "inbox" in note.payload:
-                        inbox.append(note.payload["inbox"])
                 if inbox:
                     await self._backend.append(self._lease, rows, inbox)
                 else:
                     await self._backend.append(self._lease, rows)
             except BaseException as exc:
-                self._pending[:0] = notes
+                self._pending[:0] = rows
+                self._pending_inbox[:0] = inbox
                 if isinstance(exc, SessionBusyError):
                     self._failure = exc
                 raise
             else:
-                self._durable_seq = notes[-1].seq
+                self._durable_seq = rows[-1][0]
             finally:
-                self._writing = None
-                done.set()
+                self._writing = False
+                written, self._written = self._written, None
+                if written is not None:
+                    written.set()
 
     def lose(self, error: SessionBusyError) -> None:
         """This holder lost the session: no more writes (``error`` is what flushes raise)."""

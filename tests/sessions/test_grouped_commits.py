@@ -16,6 +16,8 @@ import pi_trio as pt
 from pi_trio.sessions import _sqlite
 from pi_trio.sessions._backend import Holder, Lease
 
+from ._helpers import kinds as logged_kinds
+
 
 def _row(seq: int) -> tuple[int, str, str, int, int]:
     return (seq, "run_start", "{}", 1, 1)
@@ -199,3 +201,52 @@ async def test_a_tool_turn_commits_twice_its_result_message_riding_on_the_next(
     # message; the run's end
     assert commits == 5
     assert kinds.count("message") == 4 and kinds[-1] == "run_end"
+
+
+async def test_overlapping_flushes_of_one_agent_share_the_commit_in_flight(
+    tmp_path: Path,
+) -> None:
+    """A flush that comes while the same agent's commit is in flight (the lease keeper's, a
+    queue's, the loop's) waits for that commit instead of starting its own, and returns only
+    once its entries are durable: one commit for both, and neither is left waiting."""
+    from pi_trio.providers import faux
+
+    model = faux.FauxModel([faux.assistant_message("ok")])
+    async with pt.open_session_store(tmp_path / "f.db") as store:
+        backend = store.backend
+        assert isinstance(backend, _sqlite.SqliteBackend)
+        state = pt.AgentState(model=model.model)
+        async with store.open_agent("f", initial_state=state, stream_fn=model) as agent:
+            recorder = agent.recorder
+            assert recorder is not None
+            agent.follow_up("later")  # noted, not yet committed
+            inside, go_on = threading.Event(), threading.Event()
+            insert = backend._append_group
+
+            def held_insert(db: Any, group: list[Any]) -> None:  # the thread holds the commit
+                inside.set()
+                go_on.wait(10)
+                insert(db, group)
+
+            backend._append_group = held_insert  # type: ignore[method-assign]
+            returned: list[list[str]] = []
+
+            async def flush() -> None:
+                await recorder.flush()
+                returned.append(logged_kinds(tmp_path / "f.db", "f"))  # durable by then
+
+            before = backend.commits.batches
+            try:
+                with trio.fail_after(10):  # a flush left waiting forever fails here
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(flush)
+                        nursery.start_soon(flush)
+                        assert await trio.to_thread.run_sync(inside.wait, 10)
+                        await trio.testing.wait_all_tasks_blocked()
+                        assert returned == []  # neither returns before the commit is done
+                        go_on.set()
+            finally:
+                go_on.set()
+            commits = backend.commits.batches - before
+    assert commits == 1
+    assert len(returned) == 2 and all("queued" in durable for durable in returned)
