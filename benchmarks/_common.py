@@ -10,10 +10,14 @@ the floor's minimal records and the JSON that the Node harness prints::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import resource
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 _MASK = 0xFFFFFFFF
@@ -96,6 +100,35 @@ def peak_rss_mib() -> float:
     """This process's peak resident set size in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+class CollectorTime:
+    """CPU seconds spent in Python's cyclic garbage collector (every thread's collections)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = 0
+
+
+@contextlib.contextmanager
+def collector_time() -> Iterator[CollectorTime]:
+    """Time the cyclic collections inside the block (``gc.callbacks``; a collection runs in the
+    thread whose allocation triggered it, and its start and stop are read in that thread)."""
+    spent = CollectorTime()
+    started: dict[int, float] = {}
+
+    def on_collection(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[threading.get_ident()] = time.thread_time()
+        else:
+            spent.seconds += time.thread_time() - started.pop(threading.get_ident(), 0.0)
+            spent.collections += 1
+
+    gc.callbacks.append(on_collection)
+    try:
+        yield spent
+    finally:
+        gc.callbacks.remove(on_collection)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
