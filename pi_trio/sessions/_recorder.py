@@ -308,8 +308,8 @@ class SessionRecorder:
         row = self._results.pop(message.tool_call_id, None)
         if row is None:
             return None
-        seq, _, logged, time, _ = row
-        if seq > self._durable_seq or message.timestamp != time:
+        seq, _, logged, noted_at, _ = row
+        if seq > self._durable_seq or message.timestamp != noted_at:
             return None
         if not _entry_fields_only(message):  # usage etc.: the message is logged whole
             return None

@@ -23,6 +23,21 @@ def _row(seq: int) -> tuple[int, str, str, int, int]:
     return (seq, "run_start", "{}", 1, 1)
 
 
+def _hold_commits(backend: _sqlite.SqliteBackend) -> tuple[threading.Event, threading.Event]:
+    """Make the store's thread hold each batch before inserting it: ``inside`` is set once a
+    batch is held, and the batch goes on when ``go_on`` is set (or after 10 s)."""
+    inside, go_on = threading.Event(), threading.Event()
+    insert = backend._append_group
+
+    def held_insert(db: Any, group: list[Any]) -> None:
+        inside.set()
+        go_on.wait(10)
+        insert(db, group)
+
+    backend._append_group = held_insert  # type: ignore[method-assign]
+    return inside, go_on
+
+
 async def _leases(backend: _sqlite.SqliteBackend, count: int) -> list[Lease]:
     leases = []
     for index in range(count):
@@ -103,15 +118,7 @@ async def test_a_lost_lease_fails_only_its_own_append_in_the_batch(tmp_path: Pat
 
 async def test_a_cancelled_member_of_a_batch_is_not_abandoned(tmp_path: Path) -> None:
     backend = await _sqlite.SqliteBackend.open(str(tmp_path / "g.db"))
-    inside, go_on = threading.Event(), threading.Event()
-    insert = backend._append_group
-
-    def held_insert(db: Any, group: list[Any]) -> None:  # the thread holds the batch
-        inside.set()
-        go_on.wait(10)
-        insert(db, group)
-
-    backend._append_group = held_insert  # type: ignore[method-assign]
+    inside, go_on = _hold_commits(backend)
     try:
         leases = await _leases(backend, 3)
         reached: list[str] = []
@@ -220,15 +227,7 @@ async def test_overlapping_flushes_of_one_agent_share_the_commit_in_flight(
             recorder = agent.recorder
             assert recorder is not None
             agent.follow_up("later")  # noted, not yet committed
-            inside, go_on = threading.Event(), threading.Event()
-            insert = backend._append_group
-
-            def held_insert(db: Any, group: list[Any]) -> None:  # the thread holds the commit
-                inside.set()
-                go_on.wait(10)
-                insert(db, group)
-
-            backend._append_group = held_insert  # type: ignore[method-assign]
+            inside, go_on = _hold_commits(backend)
             returned: list[list[str]] = []
 
             async def flush() -> None:
