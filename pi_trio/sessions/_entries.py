@@ -120,17 +120,13 @@ class SessionEntry:
 
 @attrs.define
 class Note:
-    """An entry noted by a recorder and not yet committed.
-
-    ``text`` is the entry's data encoded (a recorder encodes each entry when it notes it);
-    None: :func:`encode` encodes ``payload``.
-    """
+    """An entry to encode into its row (:func:`encode`): a recorder encodes each entry when it
+    notes it, and keeps the row until its commit."""
 
     seq: int
     kind: EntryKind
     payload: Any
     time: int
-    text: str | None = None
 
 
 def _default(value: Any) -> Any:
@@ -211,9 +207,6 @@ def tool_result_data(
 def encode(note: Note) -> Row:
     """A noted entry's row: ``(seq, kind, data text, time, version)``."""
     kind, payload = note.kind, note.payload
-    text = note.text
-    if text is not None:
-        return (note.seq, kind, text, note.time, FORMAT_VERSION)
     data: Any
     if kind == "message":
         data = to_json(payload)
@@ -256,14 +249,14 @@ def encode_or_stand_in(session_id: str, note: Note) -> Row:
         else:
             raise
         try:
-            return encode(attrs.evolve(note, payload=payload, text=None))
+            return encode(attrs.evolve(note, payload=payload))
         except Exception:  # the content too: only the text says what happened
             text: list[TextContent | ImageContent] = [TextContent(f"(a result that was {why})")]
             if isinstance(payload, ToolExecutionEnd):
                 payload = attrs.evolve(payload, result=ToolResult(text, {"unstorable": why}))
             else:
                 payload = attrs.evolve(payload, content=text)
-            return encode(attrs.evolve(note, payload=payload, text=None))
+            return encode(attrs.evolve(note, payload=payload))
 
 
 def entry_error(session_id: str, seq: int | None, problem: str) -> SessionLogError:

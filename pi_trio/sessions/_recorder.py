@@ -119,6 +119,17 @@ def _tool_named(tools: Sequence[Any], name: str) -> Any:
     return None
 
 
+def _inbox_row(kind: EntryKind, payload: Any) -> int | None:
+    """The inbox row (``store.enqueue()``/``approve()``) that an entry moves into the log: a
+    ``queued`` entry's third item, a ``decision``'s ``inbox`` (the keeper's ignored ones too)."""
+    if kind == "queued":
+        inbox: int | None = payload[2]
+        return inbox
+    if kind == "decision":
+        return payload.get("inbox")  # type: ignore[no-any-return]
+    return None
+
+
 def _entry_fields_only(message: ToolResultMessage) -> bool:
     """Whether ``message`` holds nothing beyond what a ``tool_result`` entry keeps."""
     return (
@@ -203,6 +214,9 @@ class SessionRecorder:
         seq = self._next_seq
         self._next_seq = seq + 1
         self._pending.append(encode_or_stand_in(self.session_id, Note(seq, kind, payload, _now())))
+        inbox = _inbox_row(kind, payload)
+        if inbox is not None:  # whoever noted the entry, the commit that logs it deletes the row
+            self._pending_inbox.append(inbox)
         return seq
 
     def record(self, event: AgentEvent) -> bool:
@@ -270,12 +284,9 @@ class SessionRecorder:
             "approved": decision.approved,
             "reason": decision.reason,
         }
-        inbox = self.from_inbox
-        if inbox is not None:
-            data["inbox"] = inbox  # the store.approve() row: deleted by this commit
+        if self.from_inbox is not None:
+            data["inbox"] = self.from_inbox  # the store.approve() row: deleted by this commit
         self.note("decision", data)
-        if inbox is not None:
-            self._pending_inbox.append(inbox)
 
     def _note_compaction(self, event: CompactionEnd) -> bool:
         """Log a compaction that made a summary: the agent's transcript (already replaced) is
@@ -416,8 +427,6 @@ class SessionRecorder:
         check_loggable(message)
         queue = _queue_name(kind)
         seq = self.note("queued", (queue, message, self.from_inbox))
-        if self.from_inbox is not None:  # the store.enqueue() row: deleted by this commit
-            self._pending_inbox.append(self.from_inbox)
         self.adopt_queued(seq, queue, message)
 
     def adopt_queued(self, seq: int, queue: QueueName, message: AgentMessage) -> None:
