@@ -120,8 +120,10 @@ def collector_time() -> Iterator[CollectorTime]:
     def on_collection(phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             started[threading.get_ident()] = time.thread_time()
-        else:
-            spent.seconds += time.thread_time() - started.pop(threading.get_ident(), 0.0)
+            return
+        start = started.pop(threading.get_ident(), None)
+        if start is not None:  # not a collection already running when the block began
+            spent.seconds += time.thread_time() - start
             spent.collections += 1
 
     gc.callbacks.append(on_collection)

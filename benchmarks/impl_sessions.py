@@ -120,7 +120,8 @@ async def s5d_many_agents(agents: int, turns: int) -> dict[str, Any]:
             "in_memory_cpu_s": memory_cpu,
             "cpu_ratio_to_memory": durable["cpu_s"] / memory_cpu,
             # where the durable CPU goes: the Trio thread (the rest is the store's thread), and
-            # the cyclic garbage collector's share of it (both threads' collections)
+            # the cyclic garbage collector's share of it (both threads' collections); each GC
+            # figure covers what its CPU figure covers (the in-memory one: the whole call)
             "trio_thread_cpu_s": durable["trio_thread_cpu_s"],
             "gc_s": durable["gc_s"],
             "in_memory_gc_s": memory_collector.seconds,

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from benchmarks import impl_floor, impl_pi_trio
-from benchmarks._common import collector_time, mulberry32, s7_schedule, transcript_violations
+from benchmarks._common import (
+    CollectorTime,
+    collector_time,
+    mulberry32,
+    s7_schedule,
+    transcript_violations,
+)
 from benchmarks._spec import BY_ID
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +92,23 @@ def test_collector_time_counts_each_collection_in_its_block() -> None:
         gc.collect(0)
     gc.collect()
     assert spent.collections == 2 and spent.seconds > 0
+
+
+def test_collector_time_leaves_out_a_collection_already_running_when_it_began() -> None:
+    entered: list[tuple[Any, CollectorTime]] = []
+
+    class EntersDuringACollection:  # its finalizer runs inside the collection of its cycle
+        def __del__(self) -> None:
+            block = collector_time()
+            entered.append((block, block.__enter__()))
+
+    cycle = EntersDuringACollection()
+    cycle.itself = cycle  # type: ignore[attr-defined]
+    del cycle
+    gc.collect()
+    block, spent = entered[0]
+    block.__exit__(None, None, None)
+    assert (spent.collections, spent.seconds) == (0, 0.0)
 
 
 def test_s7_aborts_land_mid_run_and_the_schedule_is_pis() -> None:
