@@ -155,11 +155,14 @@ class WireConverter:
             pt.WireFormatError: ``data`` does not fit; its message lists every problem as
                 ``path: what is wrong`` (a free-form value nested deeper than ``max_depth``
                 included).
+            MemoryError: as itself, never as a format error.
         """
         try:  # the plain shapes first; anything else the checked path reads (_wire_reader)
             fast = self._generated.get(cls) or self._readers.reader(cls)
             if fast is not None:
                 return cast(T, fast(data))
+        except MemoryError:  # the process's trouble, not the data's: no second try
+            raise
         except Exception:
             pass
         try:
@@ -167,6 +170,9 @@ class WireConverter:
         except RecursionError:  # only a self-nesting record type of an application's own
             raise WireFormatError("(root): nested too deeply") from None
         except Exception as exc:
+            out_of_memory = _out_of_memory(exc)
+            if out_of_memory is not None:  # not a format error (cattrs groups what it meets)
+                raise out_of_memory from None
             found = problems(exc) or [f"(root): {exc}"]
             message = found[0] if len(found) == 1 else "; ".join(found)
             raise WireFormatError(message, tuple(found)) from None
@@ -280,6 +286,18 @@ class WireConverter:
         for register in self._registrations:
             register(other)
         return other
+
+
+def _out_of_memory(exc: BaseException) -> MemoryError | None:
+    """The MemoryError in ``exc`` or in the groups of errors it holds, if any."""
+    if isinstance(exc, MemoryError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _out_of_memory(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def make_converter(*, max_depth: int = DEFAULT_MAX_DEPTH) -> WireConverter:

@@ -109,6 +109,29 @@ def test_a_registered_message_type_is_read_by_its_own_reader() -> None:
         wire.from_json({"role": "note", "text": 1}, pt.AgentMessage)
 
 
+@pytest.mark.parametrize("extra", [{}, {"newer": 1}], ids=["plain", "with-a-newer-key"])
+def test_running_out_of_memory_while_reading_is_not_a_format_error(extra: dict[str, Any]) -> None:
+    """Read by the generated reader (plain) or the checked path (an unknown key): the
+    MemoryError comes out as itself, and the record's validator runs once."""
+    calls: list[str] = []
+
+    def out_of_memory(instance: Any, attribute: Any, value: Any) -> None:
+        calls.append(value)
+        raise MemoryError
+
+    @attrs.define
+    class Note:
+        role = "note"
+        text: str = attrs.field(validator=out_of_memory)
+        timestamp: int = 0
+
+    wire = pt.wire.make_converter()
+    wire.register_message_type(Note)
+    with pytest.raises(MemoryError):
+        wire.from_json({"role": "note", "text": "hi", "timestamp": 3, **extra}, pt.AgentMessage)
+    assert calls == ["hi"]
+
+
 _ODD_VALUES = [None, True, 0, 1.5, float("inf"), "x", "", [], {}, [1], {"a": 1}, 2**70]
 
 
