@@ -63,6 +63,7 @@ __all__ = [
     "encode_or_stand_in",
     "encode_string",
     "entry_error",
+    "inbox_row",
     "read_message",
     "tool_result_data",
 ]
@@ -202,6 +203,18 @@ def tool_result_data(
         "details": written.get("details"),  # omitted there while None
         "isError": is_error,
     }
+
+
+def inbox_row(kind: EntryKind, payload: Any) -> int | None:
+    """The inbox row (``store.enqueue()``/``approve()``) that an entry moves into the log: a
+    ``queued`` entry's third item, a ``decision``'s ``inbox`` (the keeper's ignored ones too).
+    The commit that logs the entry deletes the row."""
+    if kind == "queued":
+        inbox: int | None = payload[2]
+        return inbox
+    if kind == "decision":
+        return payload.get("inbox")  # type: ignore[no-any-return]
+    return None
 
 
 def encode(note: Note) -> Row:

@@ -65,6 +65,7 @@ from ._entries import (
     QueueName,
     dumps,
     encode_or_stand_in,
+    inbox_row,
     tool_result_data,
 )
 
@@ -116,17 +117,6 @@ def _tool_named(tools: Sequence[Any], name: str) -> Any:
     for tool in reversed(tools):
         if tool.name == name:
             return tool
-    return None
-
-
-def _inbox_row(kind: EntryKind, payload: Any) -> int | None:
-    """The inbox row (``store.enqueue()``/``approve()``) that an entry moves into the log: a
-    ``queued`` entry's third item, a ``decision``'s ``inbox`` (the keeper's ignored ones too)."""
-    if kind == "queued":
-        inbox: int | None = payload[2]
-        return inbox
-    if kind == "decision":
-        return payload.get("inbox")  # type: ignore[no-any-return]
     return None
 
 
@@ -214,7 +204,7 @@ class SessionRecorder:
         seq = self._next_seq
         self._next_seq = seq + 1
         self._pending.append(encode_or_stand_in(self.session_id, Note(seq, kind, payload, _now())))
-        inbox = _inbox_row(kind, payload)
+        inbox = inbox_row(kind, payload)
         if inbox is not None:  # whoever noted the entry, the commit that logs it deletes the row
             self._pending_inbox.append(inbox)
         return seq
