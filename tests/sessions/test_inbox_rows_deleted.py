@@ -7,7 +7,8 @@ A row left behind keeps its session pending: every later holder would log it aga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import trio
@@ -20,6 +21,17 @@ from ._helpers import until
 from .conftest import Raw
 
 
+@contextlib.asynccontextmanager
+async def _holder_and_other(url: str) -> AsyncIterator[tuple[pt.SessionStore, pt.SessionStore]]:
+    """Two stores on one database: the holder's, whose keeper pulls the session's inbox every
+    0.5 s, and another process's, which puts rows in that inbox."""
+    async with (
+        pt.open_session_store(url, lease_ttl=1.5) as holder,
+        pt.open_session_store(url, lease_ttl=1.5) as other,
+    ):
+        yield holder, other
+
+
 def _ignored(entries: Sequence[pt.SessionEntry]) -> list[pt.SessionEntry]:
     return [e for e in entries if e.kind == "decision" and e.data.get("ignored")]
 
@@ -29,8 +41,7 @@ async def test_a_store_decision_moved_in_by_the_holder_is_deleted(
 ) -> None:
     raw = Raw("postgresql", postgres_url)
     async with (
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as holder,
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as other,
+        _holder_and_other(postgres_url) as (holder, other),
         holder.open_agent(SESSION, **options(tmp_path / "side", False)) as agent,
     ):
         await agent.prompt("refund order 17")
@@ -46,10 +57,7 @@ async def test_a_store_decision_about_a_call_decided_here_meanwhile_is_deleted_t
 ) -> None:
     raw = Raw("postgresql", postgres_url)
     side = tmp_path / "side"
-    async with (
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as holder,
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as other,
-    ):
+    async with _holder_and_other(postgres_url) as (holder, other):
         async with holder.open_agent(SESSION, **options(side, False)) as agent:
             await agent.prompt("refund order 17")
             await other.approve(SESSION, REFUND_CALL)  # goes to the inbox
@@ -71,10 +79,7 @@ async def test_inbox_rows_whose_commit_failed_are_deleted_by_the_commit_that_log
     postgres_url: str, tmp_path: Path
 ) -> None:
     raw = Raw("postgresql", postgres_url)
-    async with (
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as holder,
-        pt.open_session_store(postgres_url, lease_ttl=1.5) as other,
-    ):
+    async with _holder_and_other(postgres_url) as (holder, other):
         async with holder.open_agent(SESSION, **options(tmp_path / "side", False)) as agent:
             backend = holder.backend
             append = backend.append
