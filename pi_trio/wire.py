@@ -157,25 +157,25 @@ class WireConverter:
                 included).
             MemoryError: as itself, never as a format error.
         """
+        out_of_memory: MemoryError | None = None  # the process's trouble, not the data's
         try:  # the plain shapes first; anything else the checked path reads (_wire_reader)
             fast = self._generated.get(cls) or self._readers.reader(cls)
             if fast is not None:
                 return cast(T, fast(data))
-        except MemoryError:  # the process's trouble, not the data's: no second try
-            raise
-        except Exception:
-            pass
-        try:
-            return cast(T, self._structure(data, cls))
-        except RecursionError:  # only a self-nesting record type of an application's own
-            raise WireFormatError("(root): nested too deeply") from None
-        except Exception as exc:
+        except Exception as exc:  # bare, or in a group cattrs made: not read a second time
             out_of_memory = _out_of_memory(exc)
-            if out_of_memory is not None:  # not a format error (cattrs groups what it meets)
-                raise out_of_memory from None
-            found = problems(exc) or [f"(root): {exc}"]
-            message = found[0] if len(found) == 1 else "; ".join(found)
-            raise WireFormatError(message, tuple(found)) from None
+        if out_of_memory is None:
+            try:
+                return cast(T, self._structure(data, cls))
+            except RecursionError:  # only a self-nesting record type of an application's own
+                raise WireFormatError("(root): nested too deeply") from None
+            except Exception as exc:
+                out_of_memory = _out_of_memory(exc)
+                if out_of_memory is None:
+                    found = problems(exc) or [f"(root): {exc}"]
+                    message = found[0] if len(found) == 1 else "; ".join(found)
+                    raise WireFormatError(message, tuple(found)) from None
+        raise out_of_memory  # outside the handlers: its context is not the group holding it
 
     def to_json(self, obj: Any) -> Any:
         """``obj`` as pi's JSON: plain dicts, lists, strings, numbers, booleans and None.
