@@ -38,7 +38,8 @@ __all__ = ["LeaseKeeper", "pull_inbox"]
 async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRecorder) -> int:
     """Move the session's inbox rows into the agent's queues and the log (one commit that also
     deletes them); the number moved. Rows this holder moved already (the recorder knows them)
-    are skipped, even when a read raced with the commit that deleted them."""
+    are skipped, even when a read raced with the commit that deleted them; a commit of moved
+    rows that failed is tried again here, so an idle session's inbox empties too."""
     leased = as_leased(backend)
     if leased is None or recorder.lost:  # SQLite has no inbox
         return 0
@@ -59,7 +60,7 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
         finally:
             recorder.from_inbox = None
         moved += 1
-    if moved:
+    if moved or recorder.inbox_pending:  # pending: the commit that moved rows failed
         await recorder.flush()
     return moved
 

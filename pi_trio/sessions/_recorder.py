@@ -47,13 +47,7 @@ from ..events import (
     ToolApprovalRequest,
     ToolExecutionEnd,
 )
-from ..messages import (
-    AgentMessage,
-    AssistantMessage,
-    ToolCall,
-    ToolResultMessage,
-    now_ms,
-)
+from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, now_ms
 from ..models import Model
 from ..tools import ToolDecision
 from ..wire import carries_message, to_json
@@ -189,6 +183,11 @@ class SessionRecorder:
     def lost(self) -> bool:
         """True once a commit found that this holder lost the session (or it was closed)."""
         return self._failure is not None
+
+    @property
+    def inbox_pending(self) -> bool:
+        """True while entries that delete inbox rows wait for a commit (one failed)."""
+        return bool(self._pending_inbox)
 
     @property
     def failure(self) -> BaseException | None:

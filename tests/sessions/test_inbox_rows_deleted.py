@@ -102,3 +102,29 @@ async def test_inbox_rows_whose_commit_failed_are_deleted_by_the_commit_that_log
             await agent.recorder.flush()  # logs the two queued entries: deletes both rows
             assert raw("SELECT id FROM pi_trio_inbox") == []
         assert [e.kind for e in await holder.load(SESSION)].count("queued") == 2
+
+
+async def test_the_keeper_tries_a_failed_move_again_while_the_session_is_idle(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    async with _holder_and_other(postgres_url) as (holder, other):
+        async with holder.open_agent(SESSION, **options(tmp_path / "side", False)):
+            backend = holder.backend
+            append = backend.append
+            failed: list[list[int]] = []
+
+            async def fails_once(
+                lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()
+            ) -> None:
+                if inbox and not failed:
+                    failed.append(list(inbox))
+                    raise OSError("disk full, once")
+                await append(lease, rows, inbox)
+
+            backend.append = fails_once  # type: ignore[method-assign]
+            await other.enqueue(SESSION, "later")
+            await until(lambda: bool(failed), seconds=5)
+            # nothing else flushes: the keeper's next renewal commits the moved row itself
+            await until(lambda: raw("SELECT id FROM pi_trio_inbox") == [], seconds=5)
+        assert [e.kind for e in await holder.load(SESSION)].count("queued") == 1
