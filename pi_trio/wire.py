@@ -223,7 +223,9 @@ class WireConverter:
     def register_message_type(self, cls: type[Any], role: str | None = None) -> None:
         """Let this converter carry an application's own message class.
 
-        Its JSON is its fields in camelCase with ``role`` first.
+        Its JSON is its fields in camelCase with ``role`` first. Keep its attrs validators
+        and converters free of side effects: one read may build a part of the object twice
+        (a fast reader that meets a shape it does not take hands the JSON to the checked one).
 
         Args:
             cls: an attrs class.
@@ -254,7 +256,8 @@ class WireConverter:
 
         For protocol records such as :mod:`pi_trio.proxy`'s events: keys in camelCase, fields
         whose default is ``None`` omitted while ``None``; a class with a string ``type`` class
-        attribute is written with that tag first.
+        attribute is written with that tag first. As for :meth:`register_message_type`,
+        their validators may run more than once for one read.
 
         Args:
             classes: attrs classes.
