@@ -99,7 +99,9 @@ class ToolResult:
     ``structured_content`` (pi 1.x: a JSON value matching the tool's ``output_schema``) is for
     programmatic callers: it travels in ``tool_execution_end`` and is never sent to the model.
     ``usage`` is what the tool spent on models itself (a sub-agent's tokens and cost); it is
-    copied to the tool result message.
+    copied to the tool result message. In a partial result (``on_update``) it is what the
+    call has spent so far: a call cut short (its timeout, a steering message) reports the
+    last one given.
     """
 
     content: list[ToolResultContent]

@@ -19,9 +19,11 @@ text. What Trio makes structural:
   child that gave none (its attempts ran out) is the call's error result.
 - **Usage and budgets.** The result's ``usage`` is everything the child spent for this call
   (its model responses and its own tools' reported usage, grandchildren included), which the
-  parent's ``max_total_tokens``/``max_cost`` count; while the child runs, the parent's
-  remaining budget bounds it (sibling children draw on the same remainder, and a child ends
-  after the turn that exhausts it).
+  parent's ``max_total_tokens``/``max_cost`` count. A forwarded ``message_end`` of a model
+  response or a tool result carries the child's spending so far as its ``usage``, so a call
+  cut short (its timeout, a steering message) still reports what the child spent. While the
+  child runs, the parent's remaining budget bounds it (sibling children draw on the same
+  remainder, and a child ends after the turn that exhausts it).
 - **Safety.** Past ``max_depth`` nested sub-agents (default 4, counted per task through a
   context variable that the tool batch's tasks inherit), the call is an error result and no
   agent is made. Whatever goes wrong in the child (its factory raises, its model fails, it is
@@ -66,6 +68,7 @@ from ._callbacks import exception_text
 from .agent import Agent
 from .events import (
     AgentEvent,
+    MessageEnd,
     MessageUpdate,
     TextDelta,
     TextEnd,
@@ -211,11 +214,22 @@ async def _run_child(
         raise TypeError(f"the async context manager gave {type(child).__name__}, not a pt.Agent")
     from .wire import to_json  # the wire layer loads on first use
 
+    start = _task_index(child.state.messages, task) if resume else None
+    spent = total_usage(child.state.messages[start:]) if start is not None else Usage()
+
     async def forward(event: AgentEvent) -> None:
         details = {"subagent": {"depth": depth, "event": _event_json(event, to_json)}}
-        await on_update(ToolResult([], details=details))
+        usage = None  # spent so far, on the updates that change it (see the module docstring)
+        if isinstance(event, MessageEnd):
+            message = event.message
+            if (
+                isinstance(message, AssistantMessage | ToolResultMessage)
+                and message.usage is not None
+            ):
+                usage = _add(_add(Usage(), spent), message.usage)
+                _add(spent, message.usage)
+        await on_update(ToolResult([], details=details, usage=usage))
 
-    start = _task_index(child.state.messages, task) if resume else None
     unsubscribe = child.subscribe(forward)
     try:
         if start is None:
@@ -308,27 +322,25 @@ def total_usage(messages: Sequence[AgentMessage]) -> Usage:
     """What ``messages`` spent: every assistant message's usage plus what tool results report
     (a nested sub-agent's total)."""
     total = Usage()
-    cost = total.cost
     for message in messages:
-        if isinstance(message, AssistantMessage):
-            usage: Usage | None = message.usage
-        elif isinstance(message, ToolResultMessage):
-            usage = message.usage
-        else:
-            continue
-        if usage is None:
-            continue
-        total.input += usage.input
-        total.output += usage.output
-        total.cache_read += usage.cache_read
-        total.cache_write += usage.cache_write
-        total.total_tokens += usage.total_tokens
-        spent = usage.cost
-        cost.input += spent.input
-        cost.output += spent.output
-        cost.cache_read += spent.cache_read
-        cost.cache_write += spent.cache_write
-        cost.total += spent.total
+        if isinstance(message, AssistantMessage | ToolResultMessage) and message.usage is not None:
+            _add(total, message.usage)
+    return total
+
+
+def _add(total: Usage, usage: Usage) -> Usage:
+    """Add ``usage`` to ``total`` (in place); ``total``."""
+    total.input += usage.input
+    total.output += usage.output
+    total.cache_read += usage.cache_read
+    total.cache_write += usage.cache_write
+    total.total_tokens += usage.total_tokens
+    cost, spent = total.cost, usage.cost
+    cost.input += spent.input
+    cost.output += spent.output
+    cost.cache_read += spent.cache_read
+    cost.cache_write += spent.cache_write
+    cost.total += spent.total
     return total
 
 

@@ -40,7 +40,7 @@ from ..events import (
     ToolExecutionUpdate,
     ToolResult,
 )
-from ..messages import AssistantMessage, ToolCall, ToolResultMessage, now_ms
+from ..messages import AssistantMessage, ToolCall, ToolResultMessage, Usage, now_ms
 from ._agent_tool import AgentTool
 from ._approval import ToolDecision, denied_result, needs_approval
 from ._hooks import (
@@ -101,6 +101,7 @@ class _Slot:
     scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
     end: ToolExecutionEnd | None = None  # its end event, built (the close-out sends it if unsent)
     waiting: bool = False  # it waits for a person's decision: no result, no end in this run
+    spent: Usage | None = None  # the last usage its updates reported: a call cut short keeps it
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -362,6 +363,8 @@ class ToolBatch:
         emit = self._emit if self._serializer is None else self._serializer.emit
 
         async def on_update(partial: ToolResult) -> None:
+            if partial.usage is not None:
+                slot.spent = partial.usage
             pending = emit(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
             if pending is not None:
                 await pending
@@ -381,7 +384,7 @@ class ToolBatch:
                 with trio.move_on_after(timeout) as limit:
                     value = await tool.run(call.id, slot.args, on_update)
                 if limit.cancelled_caught:
-                    value = timed_out_result(tool, timeout)
+                    value = timed_out_result(tool, timeout, slot.spent)
                     tools_logger.info(
                         "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
                     )
@@ -425,13 +428,15 @@ class ToolBatch:
                 value = await tool.run(slot.call.id, slot.args, on_update)
         slot.scope = None
         if scope.cancelled_caught:
-            return steered_result(tool.name, started=True, abandoned=not tool.is_async)
+            return steered_result(
+                tool.name, started=True, abandoned=not tool.is_async, spent=slot.spent
+            )
         if limit.cancelled_caught:
             assert limit_s is not None
             tools_logger.info(
                 "tool %s (call %s) timed out after %g s", tool.name, slot.call.id, limit_s
             )
-            return timed_out_result(tool, limit_s)
+            return timed_out_result(tool, limit_s, slot.spent)
         return value
 
     async def _after_tool_call(

@@ -10,7 +10,7 @@ from .._callbacks import call_maybe_async, exception_text
 from .._errors import ToolArgumentError
 from .._logging import log_failure, tools_logger
 from ..events import ToolResult
-from ..messages import TextContent, ToolCall
+from ..messages import TextContent, ToolCall, Usage
 from ._agent_tool import AgentTool
 from ._hooks import AfterToolCallContext, AfterToolCallResult
 
@@ -30,16 +30,20 @@ def error_result(text: str) -> ToolResult:
     return ToolResult([TextContent(text)], details={})
 
 
-def timed_out_result(tool: AgentTool, timeout: float) -> ToolResult:
+def timed_out_result(tool: AgentTool, timeout: float, spent: Usage | None = None) -> ToolResult:
+    """The result of a call past its time limit; ``spent``: the usage its updates reported."""
     details = {"timed_out": True, "timeout_s": timeout}
     if not tool.is_async:
         details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
     text = f"Tool {tool.name} timed out after {timeout:g} s"
-    return ToolResult([TextContent(text)], details=details, is_error=True)
+    return ToolResult([TextContent(text)], details=details, is_error=True, usage=spent)
 
 
-def steered_result(name: str, *, started: bool, abandoned: bool = False) -> ToolResult:
-    """The result of a call that a steering message stopped ("at_tool_boundary")."""
+def steered_result(
+    name: str, *, started: bool, abandoned: bool = False, spent: Usage | None = None
+) -> ToolResult:
+    """The result of a call that a steering message stopped ("at_tool_boundary"); ``spent``:
+    the usage its updates reported before."""
     if started:
         text = f"Tool {name} was stopped: a steering message was queued while it ran"
     else:
@@ -47,7 +51,7 @@ def steered_result(name: str, *, started: bool, abandoned: bool = False) -> Tool
     details: dict[str, Any] = {"stopped_by": "steering", "started": started}
     if abandoned:
         details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
-    return ToolResult([TextContent(text)], details=details, is_error=True)
+    return ToolResult([TextContent(text)], details=details, is_error=True, usage=spent)
 
 
 def as_tool_result(value: Any) -> ToolResult:

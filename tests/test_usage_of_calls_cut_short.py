@@ -1,0 +1,114 @@
+"""A call cut short (its timeout, a steering message) keeps the usage its updates reported
+(``on_update(ToolResult(..., usage=...))``: what it spent so far). A sub-agent's forwarded
+``message_end`` updates carry the child's spending so far, so a child the parent's call timed
+out still counts toward the parent's token budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+import pi_trio as pt
+from pi_trio.providers import faux
+
+from .support import SLEEP, calls, make_agent, record
+
+
+def spending(tokens: int) -> pt.Usage:
+    return pt.Usage(total_tokens=tokens, cost=pt.UsageCost(total=tokens / 100))
+
+
+async def _spends_then_hangs(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    await on_update(pt.ToolResult([], usage=spending(5)))
+    await on_update(pt.ToolResult([], usage=spending(12)))
+    await on_update(pt.ToolResult([]))  # an update without usage does not forget the last
+    await trio.sleep(100)
+    return pt.ToolResult([pt.TextContent("never")], usage=spending(99))
+
+
+def _spender(**options: Any) -> pt.AgentTool:
+    schema = {"type": "object", "properties": {}}
+    return pt.AgentTool("spend", "Spend", "spends tokens", schema, _spends_then_hangs, **options)
+
+
+def _result(agent: pt.Agent) -> pt.ToolResultMessage:
+    (result,) = [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)]
+    return result
+
+
+async def test_a_timed_out_call_keeps_the_usage_its_updates_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    agent = make_agent(
+        [calls(("spend", {})), faux.assistant_message("ok")], tools=(_spender(timeout=1),)
+    )
+    await agent.prompt("go")
+    result = _result(agent)
+    assert result.is_error and "timed out" in result.content[0].text  # type: ignore[union-attr]
+    assert result.usage == spending(12)
+
+
+async def test_a_call_a_steer_stopped_keeps_the_usage_its_updates_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    agent = make_agent(
+        [calls(("spend", {})), faux.assistant_message("ok")],
+        tools=(_spender(),),
+        steering_policy="at_tool_boundary",
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent.prompt, "go")
+        await trio.sleep(1)
+        agent.steer("stop that")
+    result = _result(agent)
+    assert result.details == {"stopped_by": "steering", "started": True}
+    assert result.usage == spending(12)
+
+
+def _child(tool_call_id: str, params: Any) -> pt.Agent:
+    grandchild = pt.subagent_tool(
+        "ask", "Asks", lambda _id, _p: make_agent([faux.assistant_message("g", usage=spending(7))])
+    )
+    first = faux.assistant_message([faux.tool_call("ask", {"task": "g"})], usage=spending(20))
+    script = [first, faux.assistant_message([faux.tool_call("sleep", {"s": 100})])]
+    script[-1].usage = spending(30)
+    return make_agent([*script, faux.assistant_message("late")], tools=(grandchild, SLEEP))
+
+
+async def test_a_sub_agent_s_forwarded_ends_carry_its_spending_so_far(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    parent = make_agent(
+        [calls(("research", {"task": "t"})), faux.assistant_message("ok")],
+        tools=(pt.subagent_tool("research", "Researches", _child, timeout=50),),
+    )
+    events = record(parent)
+    await parent.prompt("go")
+    reported = [
+        event.partial_result.usage.total_tokens
+        for event in events
+        if isinstance(event, pt.ToolExecutionUpdate) and event.partial_result.usage is not None
+    ]
+    # its first answer, the grandchild's result, its second answer, and the aborted answer its
+    # run closes with when the call times out (nothing more spent)
+    assert reported == [20, 27, 57, 57]
+
+
+async def test_a_sub_agent_the_call_timed_out_counts_toward_the_parent_s_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first = faux.assistant_message([faux.tool_call("research", {"task": "t"})])
+    first.usage = spending(10)
+    parent = make_agent(
+        [first, faux.assistant_message("never reached")],
+        tools=(pt.subagent_tool("research", "Researches", _child, timeout=50),),
+        max_total_tokens=60,
+    )
+    await parent.prompt("go")
+    result = _result(parent)
+    assert result.is_error and result.usage is not None
+    assert result.usage.total_tokens == 57 and round(result.usage.cost.total, 6) == 0.57
+    assert "max_total_tokens=60 reached (67 used)" in (parent.state.error_message or "")
+    assert parent.state.messages[-1] is result
