@@ -197,15 +197,15 @@ async def stream_wire(
     reader: SSEReader | None = None
     url = request.url if isinstance(request, WireRequest) else base_url
     try:
+        deadline = policy.deadline(trio.current_time())
         if not isinstance(request, WireRequest):
-            request = await request()
+            request = await _prepared(request, policy, deadline, url or "", masked)
             url = request.url
         masked += tuple(s for s in request.secrets if s)
         with guard_secrets(masked):
             client = options.http_client or default_client()
             body = request.body
             content = body if isinstance(body, bytes) else json.dumps(body).encode()
-            deadline = policy.deadline(trio.current_time())
             attempt = 0
             while True:  # attempts, until the first event (or the end of the body) arrives
                 attempt += 1
@@ -225,7 +225,7 @@ async def stream_wire(
                     reader = exchange = None
                     now = trio.current_time()
                     delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-                    _log_retry(request, failure, delay, attempt, policy, masked)
+                    _log_retry(request.url, failure, delay, attempt, policy, masked)
                     await trio.sleep(delay)
             assert reader is not None
             if emit_start:
@@ -331,8 +331,35 @@ def _log_traceback(
     providers_logger.handle(record)
 
 
+async def _prepared(
+    prepare: Callable[[], Awaitable[WireRequest]],
+    policy: RequestPolicy,
+    deadline: float,
+    url: str,
+    secrets: Iterable[str],
+) -> WireRequest:
+    """The request ``prepare`` makes (cloud credentials first). A retryable failure of it (the
+    token endpoint did not answer) is tried again as a failed request is, within the same
+    retries and overall deadline, which also bounds the preparing itself."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with trio.move_on_at(deadline):
+                return await prepare()
+            raise ProviderFailure(
+                "preparing the request (its credentials) did not finish within the overall timeout",
+                kind="timeout",
+            )
+        except ProviderFailure as failure:
+            now = trio.current_time()
+            delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
+            _log_retry(url, failure, delay, attempt, policy, secrets)
+            await trio.sleep(delay)
+
+
 def _log_retry(
-    request: WireRequest,
+    url: str,
     failure: ProviderFailure,
     delay: float,
     attempt: int,
@@ -342,7 +369,7 @@ def _log_retry(
     if providers_logger.isEnabledFor(logging.INFO):
         providers_logger.info(
             "request to %s failed (%s), retrying in %.2f s (retry %d of %d): %s",
-            safe_url(redact(request.url, secrets)),
+            safe_url(redact(url, secrets)),
             failure.kind,
             delay,
             attempt,

@@ -19,7 +19,8 @@ authorized, as pi-ai 0.73.1 (through ``@google/genai``) does it:
 
 Fetching or refreshing the token is blocking (google-auth calls the token endpoint with
 ``requests``), so it runs in a worker thread; the credentials are kept per process and
-refreshed when they expire. The token is masked in every error and log record.
+refreshed when they expire. The token is masked in every error and log record. A fetch that
+failed in transit is retryable (``stream_wire`` tries it again, as a failed request).
 """
 
 from __future__ import annotations

@@ -65,13 +65,15 @@ def adc(server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     path = tmp_path / "adc.json"
     path.write_text(json.dumps(info))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
-    answer = {
-        "access_token": TOKEN,
-        "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-        "token_type": "Bearer",
-        "expires_in": 3600,
-    }
-    server.script("/token", Status(200, answer))
+    server.script("/token", Status(200, TOKEN_ANSWER))
+
+
+TOKEN_ANSWER = {
+    "access_token": TOKEN,
+    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+    "token_type": "Bearer",
+    "expires_in": 3600,
+}
 
 
 def model_at(server: ScriptedServer) -> pt.Model:
@@ -295,6 +297,39 @@ async def test_an_api_key_from_the_environment_is_masked_too(server, client, mon
     options = pt.StreamOptions(http_client=client)
     message = final(await collect(vertex_model(server.url + "/vertex"), options))
     assert message.error_message == "HTTP 400 Bad Request: bad ***"
+
+
+async def test_a_token_fetch_cut_off_in_transit_is_retried(server, client, adc, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="pi_trio.providers")
+    cut_off = SSE(['{"access_token": '], then="disconnect")  # requests raises: TransportError
+    server.script("/token", cut_off, Status(200, TOKEN_ANSWER))
+    server.script(ADC_PATH, SSE(TEXT))
+    message = final(await run(server, client))
+    assert message.stop_reason == "stop", message.error_message
+    assert [r.path for r in server.requests] == ["/token", "/token", ADC_PATH]
+    (retry,) = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert "fetching a Google access token failed" in retry and "(retry 1 of 2)" in retry
+
+
+async def test_a_token_endpoint_refusing_the_credentials_is_not_retried(
+    server, client, adc
+) -> None:
+    refused = {"error": "invalid_grant", "error_description": "the subject token expired"}
+    server.script("/token", Status(400, refused), Status(200, TOKEN_ANSWER))
+    message = final(await run(server, client))
+    assert message.stop_reason == "error"
+    assert "invalid_grant" in (message.error_message or "")
+    assert [r.path for r in server.requests] == ["/token"]
+
+
+async def test_a_token_fetch_that_never_ends_is_bounded_by_the_overall_timeout(
+    server, client, adc
+) -> None:
+    server.script("/token", NeverAnswer())
+    message = final(await run(server, client, timeout=0.5))
+    assert message.stop_reason == "error"
+    assert "did not finish within the overall timeout" in (message.error_message or "")
+    assert [r.path for r in server.requests] == ["/token"]  # the model was never asked
 
 
 async def test_cancel_while_the_token_is_being_fetched(server, client, adc) -> None:
