@@ -437,6 +437,12 @@ async def _failure_from(
             pass  # what arrived is all there is to show
     raw = body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
     text = error_text(raw)
+    own_code = error_code(raw)
+    # AWS (Bedrock) names its exception in a header, its body holding only the message
+    aws = response.headers.get("x-amzn-errortype", "").partition(":")[0].strip()
+    if aws and own_code is None:
+        own_code = aws
+        text = f"{text} ({aws})" if text else aws
     code = response.status_code
     status = f"HTTP {code} {_reason(response)}".rstrip()
     if code < 400:
@@ -454,7 +460,7 @@ async def _failure_from(
         retry_after=parse_retry_after(response.headers),
         kind="protocol" if code < 400 else kind_of_status(code),
         status=code,
-        code=error_code(raw),
+        code=own_code,
     )
 
 

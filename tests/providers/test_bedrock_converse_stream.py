@@ -268,6 +268,17 @@ async def test_403_shows_awss_text_without_the_secrets(server, client) -> None:
     assert len(server.requests) == 1
 
 
+async def test_an_error_status_names_the_exception_aws_sent_in_its_header(server, client) -> None:
+    refused = {"message": "The provided model identifier is invalid."}
+    kind = "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    server.script(BEDROCK_PATH, Status(400, refused, headers=[("x-amzn-errortype", kind)]))
+    events = await run(server, client)
+    assert final(events).error_message == (
+        "HTTP 400 Bad Request: The provided model identifier is invalid. (ValidationException)"
+    )
+    assert events[-1].provider_error.code == "ValidationException"
+
+
 async def test_slow_drip_inside_one_frame_hits_the_idle_timeout(server, client) -> None:
     first = TEXT[1]
     drip = [first[i : i + 10] for i in range(0, len(first), 10)]
