@@ -32,6 +32,23 @@ async def _holder_and_other(url: str) -> AsyncIterator[tuple[pt.SessionStore, pt
         yield holder, other
 
 
+def _fail_the_first_move(store: pt.SessionStore) -> list[list[int]]:
+    """Make the first commit that deletes inbox rows (the keeper's move) fail; the ids it
+    carried are appended to the list returned. Its rows and entries stay pending."""
+    backend = store.backend
+    append = backend.append
+    failed: list[list[int]] = []
+
+    async def fails_once(lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()) -> None:
+        if inbox and not failed:
+            failed.append(list(inbox))
+            raise OSError("disk full, once")
+        await append(lease, rows, inbox)
+
+    backend.append = fails_once  # type: ignore[method-assign]
+    return failed
+
+
 def _ignored(entries: Sequence[pt.SessionEntry]) -> list[pt.SessionEntry]:
     return [e for e in entries if e.kind == "decision" and e.data.get("ignored")]
 
@@ -81,19 +98,7 @@ async def test_inbox_rows_whose_commit_failed_are_deleted_by_the_commit_that_log
     raw = Raw("postgresql", postgres_url)
     async with _holder_and_other(postgres_url) as (holder, other):
         async with holder.open_agent(SESSION, **options(tmp_path / "side", False)) as agent:
-            backend = holder.backend
-            append = backend.append
-            failed: list[list[int]] = []
-
-            async def fails_once(
-                lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()
-            ) -> None:
-                if inbox and not failed:
-                    failed.append(list(inbox))
-                    raise OSError("disk full, once")  # the keeper's move: its rows stay pending
-                await append(lease, rows, inbox)
-
-            backend.append = fails_once  # type: ignore[method-assign]
+            failed = _fail_the_first_move(holder)
             await other.enqueue(SESSION, "later")
             await other.enqueue(SESSION, "and later")
             await until(lambda: bool(failed), seconds=5)
@@ -110,19 +115,7 @@ async def test_the_keeper_tries_a_failed_move_again_while_the_session_is_idle(
     raw = Raw("postgresql", postgres_url)
     async with _holder_and_other(postgres_url) as (holder, other):
         async with holder.open_agent(SESSION, **options(tmp_path / "side", False)):
-            backend = holder.backend
-            append = backend.append
-            failed: list[list[int]] = []
-
-            async def fails_once(
-                lease: Lease, rows: Sequence[Row], inbox: Sequence[int] = ()
-            ) -> None:
-                if inbox and not failed:
-                    failed.append(list(inbox))
-                    raise OSError("disk full, once")
-                await append(lease, rows, inbox)
-
-            backend.append = fails_once  # type: ignore[method-assign]
+            failed = _fail_the_first_move(holder)
             await other.enqueue(SESSION, "later")
             await until(lambda: bool(failed), seconds=5)
             # nothing else flushes: the keeper's next renewal commits the moved row itself
