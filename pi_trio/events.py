@@ -100,8 +100,8 @@ class ToolResult:
     programmatic callers: it travels in ``tool_execution_end`` and is never sent to the model.
     ``usage`` is what the tool spent on models itself (a sub-agent's tokens and cost); it is
     copied to the tool result message. In a partial result (``on_update``) it is what the
-    call has spent so far: a call cut short (its timeout, a steering message) reports the
-    last one given.
+    call has spent so far: a call whose result gives none (one cut short by its timeout, a
+    steering message or an abort, or one that raised) reports the last one given.
     """
 
     content: list[ToolResultContent]

@@ -21,7 +21,8 @@ text. What Trio makes structural:
   (its model responses and its own tools' reported usage, grandchildren included), which the
   parent's ``max_total_tokens``/``max_cost`` count. A forwarded ``message_end`` of a model
   response or a tool result carries the child's spending so far as its ``usage``, so a call
-  cut short (its timeout, a steering message) still reports what the child spent. While the
+  cut short (its timeout, a steering message) or failing after the child ran still reports
+  what the child spent (grandchildren included). While the
   child runs, the parent's remaining budget bounds it (sibling children draw on the same
   remainder, and a child ends after the turn that exhausts it).
 - **Safety.** Past ``max_depth`` nested sub-agents (default 4, counted per task through a

@@ -112,3 +112,38 @@ async def test_a_child_with_a_tool_result_tail_is_continued(tmp_path: Path) -> N
     assert tool_results(parent.state.messages) == [("call_1", "after x", False)]
     (request,) = child_model.calls
     assert request.context.messages[-1].role == "toolResult"  # continued, no new prompt
+
+
+async def test_a_continued_child_s_updates_count_what_it_spent_before_the_re_run(
+    tmp_path: Path,
+) -> None:
+    async with pt.open_session_store(str(tmp_path / "a.db")) as store:
+        call = faux.assistant_message([faux.tool_call("echo", {"text": "x"}, id="c1")])
+        call.usage = pt.Usage(total_tokens=20)  # spent before the parent's process died
+        result = pt.ToolResultMessage("c1", "echo", [pt.TextContent("x")])
+        state = pt.AgentState(messages=[pt.UserMessage("find"), call, result])
+        async with store.open_agent("p/call_1", initial_state=state):
+            pass
+        answer = faux.assistant_message("after x", usage=pt.Usage(total_tokens=30))
+        parent_model = faux.FauxModel(
+            [calls(("research", {"task": "find"})), faux.assistant_message("ok")]
+        )
+        tool = durable_tool(store, faux.FauxModel([answer]))
+        parent = pt.Agent(
+            pt.AgentState(model=parent_model.model, tools=[tool]), stream_fn=parent_model
+        )
+        updates = [
+            event.partial_result.usage.total_tokens
+            for event in await _recorded(parent)
+            if isinstance(event, pt.ToolExecutionUpdate) and event.partial_result.usage is not None
+        ]
+    assert updates == [50]  # the answer's 30 on top of the 20 in the child's transcript
+    (message,) = [m for m in parent.state.messages if isinstance(m, pt.ToolResultMessage)]
+    assert message.usage is not None and message.usage.total_tokens == 50
+
+
+async def _recorded(parent: pt.Agent) -> list[pt.AgentEvent]:
+    events: list[pt.AgentEvent] = []
+    parent.subscribe(events.append)
+    await parent.prompt("go")
+    return events

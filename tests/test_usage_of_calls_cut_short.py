@@ -1,10 +1,13 @@
-"""A call cut short (its timeout, a steering message) keeps the usage its updates reported
-(``on_update(ToolResult(..., usage=...))``: what it spent so far). A sub-agent's forwarded
-``message_end`` updates carry the child's spending so far, so a child the parent's call timed
-out still counts toward the parent's token budget."""
+"""A call whose result gives no usage (cut short by its timeout, a steering message or an
+abort, or failing) keeps the usage its updates reported (``on_update(ToolResult(...,
+usage=...))``: what it spent so far). A sub-agent's forwarded ``message_end`` updates carry the
+child's spending so far, so a child the parent's call cut short still counts toward the
+parent's token budget, grandchildren included."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -112,3 +115,72 @@ async def test_a_sub_agent_the_call_timed_out_counts_toward_the_parent_s_budget(
     assert result.usage.total_tokens == 57 and round(result.usage.cost.total, 6) == 0.57
     assert "max_total_tokens=60 reached (67 used)" in (parent.state.error_message or "")
     assert parent.state.messages[-1] is result
+
+
+async def _spends_then_raises(tool_call_id: str, params: Any, on_update: Any) -> pt.ToolResult:
+    await on_update(pt.ToolResult([], usage=spending(12)))
+    raise RuntimeError("out of luck")
+
+
+async def test_a_call_that_raises_keeps_the_usage_its_updates_reported() -> None:
+    schema = {"type": "object", "properties": {}}
+    tool = pt.AgentTool("spend", "Spend", "spends tokens", schema, _spends_then_raises)
+    agent = make_agent([calls(("spend", {})), faux.assistant_message("ok")], tools=(tool,))
+    await agent.prompt("go")
+    result = _result(agent)
+    assert result.is_error and result.usage == spending(12)
+
+
+def _grandchild(tool_call_id: str, params: Any) -> pt.Agent:
+    first = faux.assistant_message([faux.tool_call("sleep", {"s": 1})], usage=spending(7))
+    second = faux.assistant_message([faux.tool_call("sleep", {"s": 100})], usage=spending(11))
+    return make_agent([first, second, faux.assistant_message("late")], tools=(SLEEP,))
+
+
+def _child_waiting_for_its_grandchild(tool_call_id: str, params: Any) -> pt.Agent:
+    first = faux.assistant_message([faux.tool_call("ask", {"task": "g"})], usage=spending(20))
+    grandchild = pt.subagent_tool("ask", "Asks", _grandchild)
+    return make_agent([first, faux.assistant_message("late")], tools=(grandchild,))
+
+
+async def test_a_grandchild_cut_short_with_the_call_is_counted_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    first = faux.assistant_message([faux.tool_call("research", {"task": "t"})])
+    first.usage = spending(10)
+    parent = make_agent(
+        [first, faux.assistant_message("never reached")],
+        tools=(
+            pt.subagent_tool(
+                "research", "Researches", _child_waiting_for_its_grandchild, timeout=50
+            ),
+        ),
+        max_total_tokens=45,
+    )
+    await parent.prompt("go")
+    # the child's 20 and the grandchild's 7 + 11, spent before the timeout: the grandchild's
+    # result, made when the child's run was cut, carries what the grandchild reported
+    result = _result(parent)
+    assert result.usage is not None and result.usage.total_tokens == 38
+    assert "max_total_tokens=45 reached (48 used)" in (parent.state.error_message or "")
+
+
+@asynccontextmanager
+async def _child_whose_session_fails_to_close() -> AsyncIterator[pt.Agent]:
+    yield make_agent([faux.assistant_message("answer", usage=spending(40))])
+    raise OSError("closing the child's session failed")
+
+
+async def test_a_sub_agent_call_failing_after_its_child_ran_counts_what_the_child_spent() -> None:
+    parent = make_agent(
+        [calls(("research", {"task": "t"})), faux.assistant_message("ok")],
+        tools=(
+            pt.subagent_tool(
+                "research", "Researches", lambda _id, _params: _child_whose_session_fails_to_close()
+            ),
+        ),
+    )
+    await parent.prompt("go")
+    result = _result(parent)
+    assert result.is_error and "closing the child's session failed" in result.content[0].text  # type: ignore[union-attr]
+    assert result.usage == spending(40)

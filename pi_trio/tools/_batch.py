@@ -53,6 +53,7 @@ from ._hooks import (
 from ._results import (
     after_hook,
     as_tool_result,
+    counted_usage,
     error_result,
     log_prepare_failure,
     steered_result,
@@ -101,7 +102,7 @@ class _Slot:
     scope: trio.CancelScope | None = None  # while it executes, under "at_tool_boundary"
     end: ToolExecutionEnd | None = None  # its end event, built (the close-out sends it if unsent)
     waiting: bool = False  # it waits for a person's decision: no result, no end in this run
-    spent: Usage | None = None  # the last usage its updates reported: a call cut short keeps it
+    spent: Usage | None = None  # the last usage its updates reported (see counted_usage)
 
     def mark_ended(self) -> None:
         self.ended = True
@@ -267,7 +268,7 @@ class ToolBatch:
         for slot in self._slots:
             call = slot.call
             if slot.result is None:
-                slot.result, slot.is_error = error_result(text), True
+                slot.result, slot.is_error = counted_usage(error_result(text), slot.spent), True
                 if not slot.started:
                     slot.started = True
                     append(ToolExecutionStart(call.id, call.name, call.arguments))
@@ -384,7 +385,7 @@ class ToolBatch:
                 with trio.move_on_after(timeout) as limit:
                     value = await tool.run(call.id, slot.args, on_update)
                 if limit.cancelled_caught:
-                    value = timed_out_result(tool, timeout, slot.spent)
+                    value = timed_out_result(tool, timeout)
                     tools_logger.info(
                         "tool %s (call %s) timed out after %g s", call.name, call.id, timeout
                     )
@@ -407,6 +408,7 @@ class ToolBatch:
                 tools_logger, WARNING, exc, "tool %s (call %s) raised; the model sees: %s",
                 call.name, call.id, text,
             )  # fmt: skip
+        result = counted_usage(result, slot.spent)
         try:
             if self._after is not None:
                 result, is_error = await self._after_tool_call(slot, result, is_error)
@@ -428,15 +430,13 @@ class ToolBatch:
                 value = await tool.run(slot.call.id, slot.args, on_update)
         slot.scope = None
         if scope.cancelled_caught:
-            return steered_result(
-                tool.name, started=True, abandoned=not tool.is_async, spent=slot.spent
-            )
+            return steered_result(tool.name, started=True, abandoned=not tool.is_async)
         if limit.cancelled_caught:
             assert limit_s is not None
             tools_logger.info(
                 "tool %s (call %s) timed out after %g s", tool.name, slot.call.id, limit_s
             )
-            return timed_out_result(tool, limit_s, slot.spent)
+            return timed_out_result(tool, limit_s)
         return value
 
     async def _after_tool_call(

@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable
 from logging import WARNING
 from typing import Any
 
+import attrs
+
 from .._callbacks import call_maybe_async, exception_text
 from .._errors import ToolArgumentError
 from .._logging import log_failure, tools_logger
@@ -17,6 +19,7 @@ from ._hooks import AfterToolCallContext, AfterToolCallResult
 __all__ = [
     "after_hook",
     "as_tool_result",
+    "counted_usage",
     "error_result",
     "log_prepare_failure",
     "merged_result",
@@ -30,20 +33,25 @@ def error_result(text: str) -> ToolResult:
     return ToolResult([TextContent(text)], details={})
 
 
-def timed_out_result(tool: AgentTool, timeout: float, spent: Usage | None = None) -> ToolResult:
-    """The result of a call past its time limit; ``spent``: the usage its updates reported."""
+def counted_usage(result: ToolResult, spent: Usage | None) -> ToolResult:
+    """``result``, with ``spent`` (the last usage its call's updates reported) when it gives
+    none itself: a call cut short (its timeout, a steering message, an abort of an enclosing
+    run) or failing still reports what it spent."""
+    if spent is None or result.usage is not None:
+        return result
+    return attrs.evolve(result, usage=spent)
+
+
+def timed_out_result(tool: AgentTool, timeout: float) -> ToolResult:
     details = {"timed_out": True, "timeout_s": timeout}
     if not tool.is_async:
         details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
     text = f"Tool {tool.name} timed out after {timeout:g} s"
-    return ToolResult([TextContent(text)], details=details, is_error=True, usage=spent)
+    return ToolResult([TextContent(text)], details=details, is_error=True)
 
 
-def steered_result(
-    name: str, *, started: bool, abandoned: bool = False, spent: Usage | None = None
-) -> ToolResult:
-    """The result of a call that a steering message stopped ("at_tool_boundary"); ``spent``:
-    the usage its updates reported before."""
+def steered_result(name: str, *, started: bool, abandoned: bool = False) -> ToolResult:
+    """The result of a call that a steering message stopped ("at_tool_boundary")."""
     if started:
         text = f"Tool {name} was stopped: a steering message was queued while it ran"
     else:
@@ -51,7 +59,7 @@ def steered_result(
     details: dict[str, Any] = {"stopped_by": "steering", "started": started}
     if abandoned:
         details["thread_abandoned"] = True  # a sync tool's thread cannot be stopped
-    return ToolResult([TextContent(text)], details=details, is_error=True, usage=spent)
+    return ToolResult([TextContent(text)], details=details, is_error=True)
 
 
 def as_tool_result(value: Any) -> ToolResult:
