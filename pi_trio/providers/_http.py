@@ -37,6 +37,7 @@ from __future__ import annotations
 import http
 import importlib
 import os
+import re
 import sys
 import weakref
 from collections.abc import Mapping
@@ -438,8 +439,7 @@ async def _failure_from(
     raw = body[:_ERROR_BODY_LIMIT].decode("utf-8", errors="replace")
     text = error_text(raw)
     own_code = error_code(raw)
-    # AWS (Bedrock) names its exception in a header, its body holding only the message
-    aws = response.headers.get("x-amzn-errortype", "").partition(":")[0].strip()
+    aws = _aws_error_type(response.headers.get("x-amzn-errortype", ""))
     if aws and own_code is None:
         own_code = aws
         text = f"{text} ({aws})" if text else aws
@@ -462,6 +462,18 @@ async def _failure_from(
         status=code,
         code=own_code,
     )
+
+
+def _aws_error_type(header: str) -> str | None:
+    """The exception an AWS service (Bedrock, an API Gateway) names in ``x-amzn-errortype``
+    (its body holds only the message): ``ValidationException`` of
+    ``ValidationException:http://...`` or ``aws.protocols#ValidationException``; None for a
+    value that is not such a name (the header is the server's: never shown as it is)."""
+    name = header.partition(":")[0].rpartition("#")[2].strip()
+    return name if _AWS_NAME.fullmatch(name) else None
+
+
+_AWS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,99}")
 
 
 def safe_url(url: str) -> str:

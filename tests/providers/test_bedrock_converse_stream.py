@@ -279,6 +279,24 @@ async def test_an_error_status_names_the_exception_aws_sent_in_its_header(server
     assert events[-1].provider_error.code == "ValidationException"
 
 
+@pytest.mark.parametrize(
+    ("header", "shown"),
+    [
+        ("aws.protocols#ThrottlingException:http://x", "Slow down (ThrottlingException)"),
+        ("x" * 12_000, "Slow down"),  # not an exception's name: the server's text, not shown
+        ("not a name", "Slow down"),
+    ],
+)
+async def test_only_an_exception_s_name_is_taken_from_the_header(
+    server, client, header: str, shown: str
+) -> None:
+    reply = Status(400, {"message": "Slow down"}, headers=[("x-amzn-errortype", header)])
+    server.script(BEDROCK_PATH, reply)
+    events = await run(server, client)
+    assert final(events).error_message == f"HTTP 400 Bad Request: {shown}"
+    assert events[-1].provider_error.code in (None, "ThrottlingException")
+
+
 async def test_slow_drip_inside_one_frame_hits_the_idle_timeout(server, client) -> None:
     first = TEXT[1]
     drip = [first[i : i + 10] for i in range(0, len(first), 10)]
