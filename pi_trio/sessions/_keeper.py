@@ -8,6 +8,9 @@ lease's local deadline (a margin before the server's expiry, measured from befor
 that took or last renewed it), or at once when a renewal finds the lease lost. It first marks the
 recorder lost, so nothing more is written; the server refuses an expired lease's appends anyway,
 so a holder paused past its expiry (a partition, a stopped process) cannot write either.
+
+After each renewal a task of its own moves the inbox (a slow commit of what it moved does not
+hold up the renewals); a commit of moved rows that failed is tried again after the next one.
 """
 
 from __future__ import annotations
@@ -104,11 +107,13 @@ class LeaseKeeper:
         self.interval = ttl / 3
         self.margin = min(ttl / 6, 2.0)
         self.deadline = taken + ttl
+        self._pull_due = trio.Event()  # set by a renewal: time to move the inbox
 
     async def run(self) -> None:
         """Renew until cancelled; raise :class:`pt.SessionBusyError` once the lease is lost."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._renew)
+            nursery.start_soon(self._pull)
             while True:
                 at = self.deadline - self.margin
                 if trio.current_time() >= at:
@@ -150,13 +155,21 @@ class LeaseKeeper:
                 self._lose("its lease expired or was taken over")
             self.deadline = started + (self.lease.ttl or 0.0)
             last = started
+            self._pull_due.set()
+
+    async def _pull(self) -> None:
+        """Move the inbox after each renewal, in a task of its own: a slow commit of what it
+        moved (a lock wait) must not hold up the renewals that keep the lease."""
+        while True:
+            await self._pull_due.wait()
+            self._pull_due = trio.Event()
             if self.agent is None:  # still opening: no agent to move the inbox into yet
                 continue
             try:
                 await pull_inbox(self.backend, self.agent, self.recorder)
             except SessionBusyError:
                 raise
-            except Exception as exc:  # tried again at the next renewal: like one, one line
+            except Exception as exc:  # tried again after the next renewal: like one, one line
                 sessions_logger.warning(
                     "session %r: moving its inbox failed (%s); trying again at the next renewal",
                     self.lease.session_id,

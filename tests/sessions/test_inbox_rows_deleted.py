@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import pytest
 import trio
 
 import pi_trio as pt
@@ -32,9 +33,10 @@ async def _holder_and_other(url: str) -> AsyncIterator[tuple[pt.SessionStore, pt
         yield holder, other
 
 
-def _fail_the_first_move(store: pt.SessionStore) -> list[list[int]]:
-    """Make the first commit that deletes inbox rows (the keeper's move) fail; the ids it
-    carried are appended to the list returned. Its rows and entries stay pending."""
+def _fail_the_first_move(store: pt.SessionStore, then_wait: float = 0.0) -> list[list[int]]:
+    """Make the first commit that deletes inbox rows (the keeper's move) fail, and the later
+    ones wait ``then_wait`` seconds first (a lock wait); the ids the failed one carried are
+    appended to the list returned. Its rows and entries stay pending."""
     backend = store.backend
     append = backend.append
     failed: list[list[int]] = []
@@ -43,6 +45,8 @@ def _fail_the_first_move(store: pt.SessionStore) -> list[list[int]]:
         if inbox and not failed:
             failed.append(list(inbox))
             raise OSError("disk full, once")
+        if inbox:
+            await trio.sleep(then_wait)
         await append(lease, rows, inbox)
 
     backend.append = fails_once  # type: ignore[method-assign]
@@ -121,3 +125,17 @@ async def test_the_keeper_tries_a_failed_move_again_while_the_session_is_idle(
             # nothing else flushes: the keeper's next renewal commits the moved row itself
             await until(lambda: raw("SELECT id FROM pi_trio_inbox") == [], seconds=5)
         assert [e.kind for e in await holder.load(SESSION)].count("queued") == 1
+
+
+@pytest.mark.slow  # waits through lease renewals
+async def test_a_slow_commit_of_moved_rows_does_not_hold_up_the_lease_renewals(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    async with _holder_and_other(postgres_url) as (holder, other):
+        async with holder.open_agent(SESSION, **options(tmp_path / "side", False)):
+            failed = _fail_the_first_move(holder, then_wait=4.0)  # the retry waits 4 s
+            await other.enqueue(SESSION, "later")
+            await until(lambda: bool(failed), seconds=5)
+            await trio.sleep(3.0)  # twice the lease's ttl (1.5 s): renewed meanwhile, not lost
+        assert raw("SELECT id FROM pi_trio_inbox") == []  # the slow retry went through
