@@ -225,7 +225,7 @@ async def stream_wire(
                     reader = exchange = None
                     now = trio.current_time()
                     delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-                    _log_retry(request.url, failure, delay, attempt, policy, masked)
+                    _log_retry("request to", request.url, failure, delay, attempt, policy, masked)
                     await trio.sleep(delay)
             assert reader is not None
             if emit_start:
@@ -339,8 +339,9 @@ async def _prepared(
     secrets: Iterable[str],
 ) -> WireRequest:
     """The request ``prepare`` makes (cloud credentials first). A retryable failure of it (the
-    token endpoint did not answer) is tried again as a failed request is, within the same
-    retries and overall deadline, which also bounds the preparing itself."""
+    token endpoint did not answer) is tried again as a failed request is: up to
+    ``max_retries`` times of its own, with the same backoff, within the request's overall
+    deadline, which also bounds the preparing itself."""
     attempt = 0
     while True:
         attempt += 1
@@ -354,11 +355,12 @@ async def _prepared(
         except ProviderFailure as failure:
             now = trio.current_time()
             delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-            _log_retry(url, failure, delay, attempt, policy, secrets)
+            _log_retry("preparing the request to", url, failure, delay, attempt, policy, secrets)
             await trio.sleep(delay)
 
 
 def _log_retry(
+    what: str,
     url: str,
     failure: ProviderFailure,
     delay: float,
@@ -368,7 +370,8 @@ def _log_retry(
 ) -> None:
     if providers_logger.isEnabledFor(logging.INFO):
         providers_logger.info(
-            "request to %s failed (%s), retrying in %.2f s (retry %d of %d): %s",
+            "%s %s failed (%s), retrying in %.2f s (retry %d of %d): %s",
+            what,
             safe_url(redact(url, secrets)),
             failure.kind,
             delay,

@@ -53,6 +53,19 @@ _VERSION_PART = re.compile(r"^v\d+(?:beta\d*)?$")
 
 _lock = threading.Lock()
 _credentials: dict[str | None, Any] = {}  # GOOGLE_APPLICATION_CREDENTIALS -> google-auth's
+_FETCHING: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("pi_trio_vertex")
+
+
+def _fetch_limiter() -> trio.CapacityLimiter:
+    """One token-fetching thread at a time per Trio run: the others wait in Trio, where they
+    can be cancelled, not in threads blocked on ``_lock``, and a fetch abandoned at a deadline
+    (its thread runs on to google-auth's own timeout) holds no other thread."""
+    try:
+        return _FETCHING.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(1)
+        _FETCHING.set(limiter)
+        return limiter
 
 
 def _api_key(options: StreamOptions) -> str | None:
@@ -152,9 +165,9 @@ def _sync_token() -> str:
 async def prepare_request(model: Model, context: Context, options: StreamOptions) -> WireRequest:
     """The Gemini request of :mod:`.google`, sent to Vertex with its authorization.
 
-    Checkpoint. Without an API key, the token is fetched in a worker thread; cancelled, the
-    thread is abandoned and finishes its HTTP call on its own (the credentials it refreshes
-    are kept for the next request).
+    Checkpoint. Without an API key, the token is fetched in a worker thread (one at a time,
+    see :func:`_fetch_limiter`); cancelled, the thread is abandoned and finishes its HTTP call
+    on its own (the credentials it refreshes are kept for the next request).
 
     Raises:
         ProviderFailure: no project, location or credentials (naming what to set), or
@@ -166,7 +179,8 @@ async def prepare_request(model: Model, context: Context, options: StreamOptions
         url = vertex_url(model, project=None, location=None)
         return attrs.evolve(request, url=url, secrets=(key,))  # masked, also from the env
     project, location = _project_and_location()
-    token = await trio.to_thread.run_sync(_sync_token, abandon_on_cancel=True)
+    fetching = _fetch_limiter()
+    token = await trio.to_thread.run_sync(_sync_token, abandon_on_cancel=True, limiter=fetching)
     headers = {**request.headers, "authorization": f"Bearer {token}"}
     url = vertex_url(model, project=project, location=location)
     return attrs.evolve(request, url=url, headers=headers, secrets=(token,))

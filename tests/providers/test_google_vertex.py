@@ -308,6 +308,7 @@ async def test_a_token_fetch_cut_off_in_transit_is_retried(server, client, adc, 
     assert message.stop_reason == "stop", message.error_message
     assert [r.path for r in server.requests] == ["/token", "/token", ADC_PATH]
     (retry,) = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert retry.startswith("preparing the request to http://127.0.0.1")
     assert "fetching a Google access token failed" in retry and "(retry 1 of 2)" in retry
 
 
@@ -330,6 +331,19 @@ async def test_a_token_fetch_that_never_ends_is_bounded_by_the_overall_timeout(
     assert message.stop_reason == "error"
     assert "did not finish within the overall timeout" in (message.error_message or "")
     assert [r.path for r in server.requests] == ["/token"]  # the model was never asked
+
+
+async def test_token_fetches_abandoned_at_their_deadline_hold_no_worker_threads(
+    server, client, adc
+) -> None:
+    server.script("/token", NeverAnswer())
+    for _ in range(3):
+        message = final(await run(server, client, timeout=0.3))
+        assert "did not finish within the overall timeout" in (message.error_message or "")
+    # the first fetch's thread runs on (google-auth's own timeout); the other two waited in
+    # Trio for it, and none of them holds one of Trio's default worker threads
+    assert trio.to_thread.current_default_thread_limiter().borrowed_tokens == 0
+    assert [r.path for r in server.requests] == ["/token"]
 
 
 async def test_cancel_while_the_token_is_being_fetched(server, client, adc) -> None:
