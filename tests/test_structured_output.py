@@ -418,3 +418,21 @@ def test_the_loop_config_refuses_an_output_type_where_it_wants_the_tool() -> Non
         pt.AgentLoopConfig(model, output_tool=Invoice)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="output_retries must be >= 0"):
         pt.AgentLoopConfig(model, output_tool=pt.output_tool(Invoice), output_retries=-1)
+
+
+@attrs.frozen
+class Tagged:
+    labels: frozenset[str]
+    counts: set[int] = attrs.field(factory=set)
+    mixed: frozenset[Any] = frozenset()
+
+
+def test_a_set_s_json_is_sorted_so_every_process_writes_the_same() -> None:
+    # the iteration order of a set of strings changes with the hash seed, from process to
+    # process: the log and a prompt cache need one JSON per value
+    names = [f"label-{i}" for i in range(40)]
+    value = Tagged(frozenset(reversed(names)), {30, 4, 17}, frozenset({1, "a"}))
+    data = pt.output_json(value)
+    assert data["labels"] == sorted(names)
+    assert data["counts"] == [4, 17, 30]
+    assert sorted(map(str, data["mixed"])) == ["1", "a"]  # unorderable: written as it iterates

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Set as AbstractSet
+from typing import Any, Final, get_origin
 
 import attrs
 
@@ -40,16 +41,32 @@ ACCEPTED_TEXT: Final = "Final result accepted."
 def _json_converter() -> Any:
     """The cattrs converter that writes an output value as JSON (sets and tuples as lists,
     enums as their values); made on first use, like the validators' (cattrs is imported
-    lazily)."""
+    lazily). A set is written sorted (when its items sort): the same value gives the same
+    JSON in every process, whatever the hash seed (a log, a prompt cache)."""
     from cattrs.preconf.json import make_converter
 
-    return make_converter()
+    converter = make_converter()
+
+    def sorted_set(value: Any) -> list[Any]:
+        try:
+            items = sorted(value)
+        except TypeError:  # items of mixed or unordered types: their own order
+            items = list(value)
+        return [converter.unstructure(item) for item in items]
+
+    converter.register_unstructure_hook_func(_is_set_type, sorted_set)
+    return converter
+
+
+def _is_set_type(type_: Any) -> bool:
+    origin = get_origin(type_) or type_
+    return isinstance(origin, type) and issubclass(origin, AbstractSet)
 
 
 def output_json(value: Any) -> Any:
     """An output value as JSON: an attrs instance unstructured (field names as keys, nested
-    classes as objects, enums as their values, sets and tuples as lists); anything else (the
-    dict a JSON-schema output gives) as it is.
+    classes as objects, enums as their values, tuples as lists, sets as sorted lists);
+    anything else (the dict a JSON-schema output gives) as it is.
 
     What a valid output tool result carries in ``structured_content``; a parent agent's tool
     gives a child's ``agent.state.output`` to its own result this way.
