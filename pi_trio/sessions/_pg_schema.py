@@ -88,16 +88,28 @@ INSERT = (
 )
 
 
+_USER_INFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^?#]*)@")
+"""The user info of a URL: up to the last "@" before its query, whatever it holds (a password
+may hold an unescaped "/", which ends a URL's authority for ``urlsplit`` but not for libpq,
+which would then quote the password in its error)."""
+
+
+def _password(url: str) -> str | None:
+    found = _USER_INFO.match(url)
+    return found.group(1).partition(":")[2] or None if found else None
+
+
 def redact(url: str) -> str:
     """``url`` without its password (for messages, logs and ``description``)."""
+    found = _USER_INFO.match(url)
+    if found is not None and ":" in found.group(1):
+        user = found.group(1).partition(":")[0]
+        url = url[: found.start(1)] + user + url[found.end(1) :]
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
         return "postgresql://(unparsable URL)"
     netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = user.split(":", 1)[0] + "@" + host
     query = "&".join(
         item for item in parts.query.split("&") if not item.lower().startswith("password=")
     )
@@ -116,11 +128,7 @@ def import_psycopg() -> Any:
 
 def scrub(text: str, url: str) -> str:
     """An error text from libpq with any password of ``url`` taken out (belt and braces)."""
-    try:
-        password = urllib.parse.urlsplit(url).password
-    except ValueError:  # unparsable (an unclosed "[" say), yet libpq's text may quote it whole
-        found = re.match(r"[^:/]*://([^/?#]*)@", url)  # the user info: up to the last "@"
-        password = found.group(1).partition(":")[2] if found else None
+    password = _password(url)  # also of a URL urlsplit refuses (an unclosed "[" say)
     for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
         assert secret is not None
         text = text.replace(secret, "***")

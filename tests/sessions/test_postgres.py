@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 import subprocess
 import sys
+import traceback
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import trio
 import pi_trio as pt
 from pi_trio.providers import faux
 from pi_trio.sessions._holders import new_holder
+from pi_trio.sessions._pg_schema import redact, scrub
 
 from .conftest import Raw, with_database
 
@@ -73,6 +76,28 @@ async def test_a_password_is_never_in_a_message_or_description(
         assert await store.list_sessions() == []
     _raw(postgres_url)(f"REASSIGN OWNED BY {role} TO postgres")
     _raw(postgres_url)(f"DROP ROLE {role}")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        # a generated password holding "/" left unescaped (quote() keeps "/"): urlsplit ends
+        # the authority there, libpq does not, and its error quotes the password
+        "postgresql://postgres:s3cr3tPW/%3A%40@127.0.0.1:1/db",
+        "postgresql://postgres:s3cr3tPW@[::1:1/db",  # unparsable
+        "postgresql://postgres@127.0.0.1:1/db?password=s3cr3tPW&sslmode=bogus",
+    ],
+)
+async def test_a_password_in_an_odd_url_is_never_shown(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(pt.SessionLogError) as caught:
+        async with pt.open_session_store(url, reconnect_for=0.1):
+            pass
+    shown = "".join(traceback.format_exception(caught.value)) + caplog.text
+    assert "s3cr3tPW" not in shown
+    assert "s3cr3tPW" not in redact(url) and "s3cr3tPW" not in scrub(f"bad {url}", url)
 
 
 def test_psycopg_is_imported_only_for_a_postgresql_store() -> None:
