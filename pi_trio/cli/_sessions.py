@@ -189,7 +189,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
                 holder = info.holder or "-"
                 queued = f"\t{info.queued} queued" if info.queued else ""
                 if info.set_aside:
-                    queued += ", SET ASIDE: its log could not be read (new input retries it)"
+                    queued += ", SET ASIDE: it failed (new input retries it)"
                 print(
                     f"{info.session_id}\t{info.entries} entries\tupdated {_when(info.updated)}"
                     f"\tepoch {info.epoch}\theld by {holder}{queued}",

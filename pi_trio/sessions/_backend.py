@@ -93,8 +93,9 @@ class SessionInfo:
     """Messages waiting in its inbox (``store.enqueue``; PostgreSQL)."""
     pending: bool | None = None
     """Whether a worker will claim it (PostgreSQL; None on SQLite, which has no workers). A
-    free session with ``queued`` messages that is not pending was set aside after its log
-    could not be read: new input, or :meth:`pt.SessionStore.enqueue`, makes it pending again."""
+    free session with ``queued`` messages that is not pending was set aside after it failed
+    (its log could not be read, say): new input, or :meth:`pt.SessionStore.enqueue`, makes it
+    pending again."""
 
     @property
     def set_aside(self) -> bool:

@@ -81,7 +81,8 @@ def _decide(agent: Agent, recorder: SessionRecorder, ident: int, data: Any) -> N
             recorder.session_id,
             exception_line(exc),
         )
-        recorder.note("decision", {**data, "inbox": ident, "ignored": True})
+        logged = data if isinstance(data, dict) else {"data": data}  # not a decision at all
+        recorder.note("decision", {**logged, "inbox": ident, "ignored": True})
         return
     recorder.decided(data["toolCallId"], decision)
 

@@ -177,7 +177,8 @@ class _Worker:
                     await self.backend.release(lease, give_up=True)
                 raise
             initial_state = options.pop("initial_state", None)
-            async with self.store.open_leased(lease, taken, initial_state, options) as agent:
+            opened = self.store.open_leased(lease, taken, initial_state, options, set_aside=True)
+            async with opened as agent:
                 await run_until_idle(self.backend, agent)
         except SessionBusyError as exc:
             sessions_logger.warning("%s", exc)  # its text names the session
@@ -189,7 +190,10 @@ class _Worker:
                 exception_line(exc),
             )
         except Exception:
-            sessions_logger.exception("session %r failed; it stays in the store", session_id)
+            sessions_logger.exception(
+                "session %r failed; it stays in the store, set aside until new input comes",
+                session_id,
+            )
         finally:
             self.running -= 1
             if not store_failed:  # else the next look is at the poll interval: no tight loop

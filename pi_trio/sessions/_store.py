@@ -216,9 +216,14 @@ class SessionStore:
         taken: float,
         initial_state: AgentState | None,
         agent_options: dict[str, Any],
+        *,
+        set_aside: bool = False,
     ) -> AsyncIterator[Agent]:
         """:meth:`open_agent` on a lease already taken (at Trio time ``taken``), which it
-        gives back at the end. For :func:`serve_sessions`; see :meth:`open_agent`."""
+        gives back at the end. For :func:`serve_sessions`; see :meth:`open_agent`.
+        ``set_aside``: a session that fails (an exception that is not the store's or a lost
+        lease) is given back not pending, whatever it has queued, until new input comes: a
+        worker would otherwise claim it again at once and fail the same way."""
         session_id = lease.session_id
         recorder: SessionRecorder | None = None
         agent: Agent | None = None
@@ -271,7 +276,8 @@ class SessionStore:
             # an unreadable log is not worth a worker's retrying until new input comes; a store
             # that failed (SessionStoreError) is: the session stays pending
             unreadable = isinstance(exc, SessionLogError) and not isinstance(exc, SessionStoreError)
-            await self._give_back(lease, exc, idle=False, give_up=unreadable)
+            give_up = unreadable or (set_aside and _failed_here(exc))
+            await self._give_back(lease, exc, idle=False, give_up=give_up)
             raise
         ending: BaseException | None = None  # what ended the block, if anything did
         try:
@@ -316,7 +322,8 @@ class SessionStore:
             idle = bool(state.pending_approvals) or not (
                 agent.has_queued_messages() or state.awaiting_approval
             )
-            await self._give_back(lease, ending, idle=idle)
+            give_up = set_aside and _failed_here(ending)
+            await self._give_back(lease, ending, idle=idle, give_up=give_up)
 
     async def _give_back(
         self, lease: Lease, ending: BaseException | None, *, idle: bool, give_up: bool = False
@@ -453,6 +460,12 @@ class SessionStore:
                 )
             await trio.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+
+def _failed_here(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is the session's own failure, not the store's, a lost lease's or a
+    cancellation's (which another holder or a later try may get past)."""
+    return isinstance(exc, Exception) and not isinstance(exc, SessionStoreError | SessionBusyError)
 
 
 def _check_id(session_id: Any) -> None:

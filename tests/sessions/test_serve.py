@@ -291,8 +291,8 @@ def test_ctrl_c_stops_a_serving_worker_gracefully_with_130(
 async def test_a_session_whose_log_cannot_be_read_is_set_aside_and_says_so(
     postgres_url: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Only a log that really cannot be read sets a session aside: a line names it, and
-    ``pi-trio sessions list`` shows it, with its inbox kept."""
+    """A log that cannot be read sets a session aside: a line names it, and ``pi-trio
+    sessions list`` shows it, with its inbox kept."""
     raw = Raw("postgresql", postgres_url)
     model = faux.FauxModel(itertools.repeat(_echo))
     options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
@@ -313,4 +313,46 @@ async def test_a_session_whose_log_cannot_be_read_is_set_aside_and_says_so(
     command = ["sessions", "--store", postgres_url, "list"]
     assert await trio.to_thread.run_sync(main, command) == 0  # its own trio.run, in a thread
     listed = capsys.readouterr().out
-    assert "1 queued, SET ASIDE: its log could not be read (new input retries it)" in listed
+    assert "1 queued, SET ASIDE: it failed (new input retries it)" in listed
+
+
+async def test_a_session_that_fails_is_set_aside_not_claimed_again_at_once(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options["no_such_option"] = 1  # Agent() refuses it: a TypeError, every time
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("bad", "hello")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10, inbox=False)  # before: claimed again and again
+            await trio.sleep(0.5)  # a spinning worker would fail it again meanwhile
+            nursery.cancel_scope.cancel()
+        [info] = await store.list_sessions()
+    failed = [r for r in caplog.records if "session 'bad' failed" in r.getMessage()]
+    assert len(failed) == 1 and "set aside until new input comes" in failed[0].getMessage()
+    assert info.set_aside
+
+
+async def test_a_decision_row_that_is_not_an_object_is_logged_ignored_and_deleted(
+    postgres_url: str,
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("s", "hello")
+        raw(
+            "INSERT INTO pi_trio_inbox (session_id, kind, data, time) "
+            "VALUES ('s', 'decision', '[1, 2]', 1)"
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10)  # the inbox emptied: the odd row too
+            nursery.cancel_scope.cancel()
+        entries = await store.load("s")
+    ignored = [e.data for e in entries if e.kind == "decision"]
+    assert [(d["data"], d["ignored"]) for d in ignored] == [([1, 2], True)]
+    assert "answer to hello" in str([e.data for e in entries if e.kind == "message"])
