@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, TypeAlias, get_args
 
@@ -171,11 +172,20 @@ def dumps(payload: Any) -> str:
     """The JSON text stored for a payload of plain JSON values (pi's JSON already applied).
 
     NaN and the infinities become ``null``, as ``JSON.stringify`` writes them (JSON has no
-    such numbers, and the reader refuses them)."""
+    such numbers, and the reader refuses them). A lone surrogate (``json.loads`` takes one
+    from a provider's ``"\\ud83d"``) becomes U+FFFD, as a UTF-8 decoder shows a broken
+    character: neither SQLite nor PostgreSQL can store one, and the commit that carries it
+    would fail every session's entries in it."""
     try:
-        return _encode_plain(payload)
+        text = _encode_plain(payload)
     except ValueError:  # a non-finite float somewhere: the slow path, rarely taken
-        return _encode_plain(_finite(payload))
+        text = _encode_plain(_finite(payload))
+    if text.isascii() or _SURROGATE.search(text) is None:  # isascii: a flag, no scan
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def _finite(value: Any) -> Any:
