@@ -469,8 +469,20 @@ def _failed_here(exc: BaseException | None) -> bool:
 
 
 def _check_id(session_id: Any) -> None:
+    """Refuse what no store keeps, before it reaches one (as different errors, or as a store
+    failure a worker would retry): at most 1,024 bytes of UTF-8, no NUL, no lone surrogate."""
     if not isinstance(session_id, str) or not session_id:
         raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
+    try:
+        size = len(session_id.encode())
+    except UnicodeEncodeError:
+        size = -1
+    if not 0 < size <= 1024 or "\x00" in session_id:
+        raise ValueError(
+            f"a session id is at most 1,024 bytes of UTF-8 text without NUL characters, not "
+            f"{session_id[:40]!r}{'...' if len(session_id) > 40 else ''} (a hash of a longer "
+            "key is one)"
+        )
 
 
 def _apply_settings(state: AgentState, image: SessionImage, session_id: str) -> None:

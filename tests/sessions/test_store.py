@@ -288,3 +288,28 @@ async def test_a_sqlite_store_is_not_a_leased_backend(tmp_path: Path) -> None:
         assert as_leased(store.backend) is None and not isinstance(store.backend, LeasedBackend)
         with pytest.raises(TypeError, match="needs a store with an inbox"):
             await store.enqueue("s", "hello")
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["", "x" * 1025, "é" * 513, "nul\x00inside", "lone \ud83d surrogate"],
+)
+async def test_a_session_id_no_store_keeps_is_refused_before_it_reaches_one(
+    store_url: str, session_id: str
+) -> None:
+    async with pt.open_session_store(store_url) as store:
+        calls = [
+            lambda: store.open_agent(session_id).__aenter__(),
+            lambda: store.approve(session_id, "call_1"),
+        ]
+        if "://" in store_url:  # only PostgreSQL has an inbox
+            calls.append(lambda: store.enqueue(session_id, "hello"))
+        for call in calls:
+            with pytest.raises(ValueError, match="a session id is "):
+                await call()
+        assert await store.list_sessions() == []
+    async with (
+        pt.open_session_store(store_url) as store,
+        store.open_agent("é" * 512),  # 1,024 bytes is still an id
+    ):
+        pass
