@@ -69,7 +69,8 @@ CREATE INDEX pi_trio_inbox_session ON pi_trio_inbox (session_id, id);
 
 # A whole group commit in one statement (one round trip, its own transaction): the sessions'
 # rows locked FOR SHARE (a takeover in flight is waited for, then seen), and only the rows of
-# leases still current (epoch, holder, not expired) inserted; RETURNING tells which went in.
+# leases still current (epoch, holder, not expired) inserted; RETURNING tells which went in
+# (by session and epoch: an old holder's append may share a batch with the new holder's).
 # The arrays go in binary (%b): text arrays in text format cost a regex escape per element
 # (JSON is full of quotes), measured at a fifth of a worker's CPU per turn.
 INSERT_CHECKED = (
@@ -79,7 +80,7 @@ INSERT_CHECKED = (
     "SELECT r.s, r.q, r.k, r.d::json, r.t, r.e, r.v FROM unnest(%b::text[], %b::bigint[], "
     "%b::text[], %b::text[], %b::bigint[], %b::bigint[], %b::int[], %b::text[]) "
     "AS r(s, q, k, d, t, e, v, h) JOIN live ON live.session_id = r.s AND live.epoch = r.e "
-    "AND live.holder = r.h RETURNING session_id"
+    "AND live.holder = r.h RETURNING session_id, epoch"
 )
 INSERT = (
     "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "

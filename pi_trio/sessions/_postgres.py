@@ -243,8 +243,10 @@ class PostgresBackend:
         current (their rows were left out) fail; the others are committed."""
         ids = sorted({request.args[0].session_id for request in group})
         inserted = conn.execute(INSERT_CHECKED, [ids, *columns(group, holders=True)])
-        written = {row[0] for row in inserted.fetchall()}
-        missing = [r for r in group if r.args[1] and r.args[0].session_id not in written]
+        written = {(row[0], row[1]) for row in inserted.fetchall()}
+        missing = [
+            r for r in group if r.args[1] and (r.args[0].session_id, r.args[0].epoch) not in written
+        ]
         for request in group:
             request.result = _value(None)
         if missing:

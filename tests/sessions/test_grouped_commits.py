@@ -15,8 +15,10 @@ import trio.testing
 import pi_trio as pt
 from pi_trio.sessions import _sqlite
 from pi_trio.sessions._backend import Holder, Lease
+from pi_trio.sessions._holders import new_holder
 
 from ._helpers import kinds as logged_kinds
+from .conftest import Raw
 
 
 def _row(seq: int) -> tuple[int, str, str, int, int]:
@@ -249,3 +251,29 @@ async def test_overlapping_flushes_of_one_agent_share_the_commit_in_flight(
             commits = backend.commits.batches - before
     assert commits == 1
     assert len(returned) == 2 and all("queued" in durable for durable in returned)
+
+
+async def test_an_expired_lease_batched_with_its_successor_is_told_it_lost(
+    postgres_url: str,
+) -> None:
+    raw = Raw("postgresql", postgres_url)
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        backend = store.backend
+        old = await backend.acquire("s", new_holder("old"))
+        raw("UPDATE pi_trio_sessions SET lease_expires = 0")  # the old lease ran out
+        new = await backend.acquire("s", new_holder("new"))
+        assert not isinstance(old, str) and not isinstance(new, str)
+        outcomes: dict[str, str] = {}
+
+        async def append(name: str, lease: Lease, seq: int) -> None:
+            try:
+                await backend.append(lease, [(seq, "run_start", f'{{"who": "{name}"}}', 1, 1)])
+                outcomes[name] = "committed"
+            except pt.SessionBusyError:
+                outcomes[name] = "lost"
+
+        async with trio.open_nursery() as nursery:  # one batch: the same scheduler pass
+            nursery.start_soon(append, "old", old, 1)
+            nursery.start_soon(append, "new", new, 2)
+        assert outcomes == {"old": "lost", "new": "committed"}
+        assert [(e.seq, e.data["who"]) for e in await store.load("s")] == [(2, "new")]
