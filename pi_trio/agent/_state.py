@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeAlias, final
 import attrs
 
 from .._checks import describe
-from .._errors import ProviderError
+from .._errors import AgentBusyError, ProviderError
 from ..events import (
     AgentEnd,
     AgentEvent,
@@ -130,6 +130,8 @@ class AgentState:
         factory=list, converter=_message_list, alias="messages"
     )
     is_streaming: bool = attrs.field(default=False, init=False)
+    # a run appends to the transcript (``messages``) until its agent_end
+    _appending: bool = attrs.field(default=False, init=False, repr=False, eq=False)
     streaming_message: AgentMessage | None = attrs.field(default=None, init=False)
     # None while no tool runs (an idle agent, most of a run): no empty set per agent
     _pending: set[str] | None = attrs.field(default=None, init=False, repr=False)
@@ -166,6 +168,18 @@ class AgentState:
 
     @messages.setter
     def messages(self, value: Iterable[AgentMessage]) -> None:
+        """Replace the transcript (a copy of ``value``).
+
+        Raises:
+            AgentBusyError: a run is under way and appends to the transcript until its
+                ``agent_end`` (its later messages would be lost): ``steer()``/``follow_up()``
+                add to a run; ``abort()`` and ``wait_for_idle()`` first to replace it.
+        """
+        if self._appending:
+            raise AgentBusyError(
+                "Cannot replace state.messages while a run appends to it: steer() or "
+                "follow_up() to add to the run, or abort() and wait_for_idle() first."
+            )
         self._messages = _message_list(value)
         self._waiting = self._decisions = None  # a new transcript: its calls wait for nothing
 
@@ -305,6 +319,7 @@ class AgentState:
                 self.error_message = message.error_message
         elif cls is AgentEnd:
             self.streaming_message = None
+            self._appending = False  # the transcript is complete: its listeners may replace it
             self.error = event.error  # type: ignore[union-attr,assignment]
             self.output = event.output  # type: ignore[union-attr]
         else:
@@ -321,7 +336,7 @@ class AgentState:
 
     def begin_run(self) -> None:
         """Reset the runtime fields for a new run (``is_streaming`` true until it ends)."""
-        self.is_streaming = True
+        self.is_streaming = self._appending = True
         self.streaming_message = None
         self.error_message = self.error = self.output = None
         self.compaction_usage = (0, 0.0)
@@ -332,7 +347,7 @@ class AgentState:
         last = self._messages[-1] if self._messages else None
         if isinstance(last, AssistantMessage) and last.error_message:
             self.error_message = last.error_message
-        self.is_streaming = False
+        self.is_streaming = self._appending = False
         self.streaming_message = None
         self._pending = None
 
