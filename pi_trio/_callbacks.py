@@ -14,7 +14,7 @@ from typing import Any
 
 from ._errors import PiError
 
-__all__ = ["call_maybe_async", "exception_line", "exception_text", "is_awaitable"]
+__all__ = ["call_maybe_async", "exception_line", "exception_text", "hook_answer", "is_awaitable"]
 
 _PLAIN = frozenset({type(None), bool, int, float, str, list, tuple, dict})
 
@@ -62,3 +62,15 @@ def exception_line(exc: BaseException) -> str:
     """:func:`exception_text`'s first line: for a log line that repeats a failure already
     logged in full (a database's own text may go on with the query)."""
     return exception_text(exc).partition("\n")[0]
+
+
+def hook_answer(answer: Any, expected: type[Any], hook: str) -> Any:
+    """``answer``, what the hook ``hook`` returned, when it is None or an ``expected``;
+    anything else is the hook's bug, raised here as a ``TypeError`` naming the hook and what
+    it returns, where the hook's own failure is handled (not later, as an AttributeError deep
+    in the loop)."""
+    if answer is None or isinstance(answer, expected):
+        return answer
+    raise TypeError(
+        f"{hook} returned {type(answer).__name__}, expected pt.{expected.__name__} or None"
+    )

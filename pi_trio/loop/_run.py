@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import trio
 
-from .._callbacks import call_maybe_async
+from .._callbacks import call_maybe_async, hook_answer
 from .._groups import plain_exception
 from .._telemetry import RunTracing, start_run, tracing_on
 from ..events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
@@ -38,7 +38,7 @@ from ..tools import AgentContext, ToolBatch, last_output
 from ._awaiting import unanswered_calls
 from ._close import closing_events
 from ._compact import Compactor
-from ._config import AgentLoopConfig, FinishTurnDecision, GetMessages, TurnContext
+from ._config import AgentLoopConfig, FinishTurnDecision, GetMessages, TurnContext, TurnUpdate
 from ._emit import Emitter
 from ._output import OutputGuard
 from ._phase import (
@@ -452,7 +452,11 @@ class _Run:
         """pi 1.x's ``prepare_next_turn``: messages to add, the model, thinking level and
         tools of later requests."""
         assert self.config.prepare_next_turn is not None
-        update = await self._hook(self.config.prepare_next_turn, last)
+        answer = await self._hook(self.config.prepare_next_turn, last)
+        try:
+            update = hook_answer(answer, TurnUpdate, "prepare_next_turn")
+        except TypeError as exc:
+            await self.emitter.fail(exc)
         if update is not None:
             self.transcript.take(list(update.messages))
             setup = self.setup

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import trio
 
-from .._callbacks import call_maybe_async, exception_text
+from .._callbacks import exception_text
 from .._groups import must_propagate, plain_exception
 from .._logging import log_failure, tools_logger
 from .._telemetry import end_tool, start_tool
@@ -53,6 +53,7 @@ from ._hooks import (
 from ._results import (
     after_hook,
     as_tool_result,
+    before_hook,
     counted_usage,
     error_result,
     log_prepare_failure,
@@ -316,9 +317,8 @@ class ToolBatch:
             ):
                 return False
             if self._before is not None:
-                decision = await call_maybe_async(
-                    self._before, BeforeToolCallContext(self.assistant, call, args, self._context)
-                )
+                context = BeforeToolCallContext(self.assistant, call, args, self._context)
+                decision = await before_hook(self._before, context)
                 if decision is not None and decision.block:
                     reason = decision.reason or "Tool execution was blocked"
                     slot.result, slot.is_error = error_result(reason), True

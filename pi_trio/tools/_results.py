@@ -8,17 +8,23 @@ from typing import Any
 
 import attrs
 
-from .._callbacks import call_maybe_async, exception_text
+from .._callbacks import call_maybe_async, exception_text, hook_answer
 from .._errors import ToolArgumentError
 from .._logging import log_failure, tools_logger
 from ..events import ToolResult
-from ..messages import TextContent, ToolCall, Usage
+from ..messages import ImageContent, TextContent, ToolCall, ToolResultContent, Usage
 from ._agent_tool import AgentTool
-from ._hooks import AfterToolCallContext, AfterToolCallResult
+from ._hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
 
 __all__ = [
     "after_hook",
     "as_tool_result",
+    "before_hook",
     "counted_usage",
     "error_result",
     "log_prepare_failure",
@@ -63,23 +69,54 @@ def steered_result(name: str, *, started: bool, abandoned: bool = False) -> Tool
 
 
 def as_tool_result(value: Any) -> ToolResult:
-    """What a tool returned, as a result: a ``ToolResult`` or a text; anything else is a bug
-    of the tool (``TypeError``, which becomes its error result)."""
+    """What a tool returned, as a result: a ``ToolResult`` (its content a list of text and
+    image blocks, or one text) or a text; anything else is a bug of the tool (``TypeError``,
+    which becomes its error result), caught here before it reaches a transcript or a log."""
     if isinstance(value, ToolResult):
-        return value
+        content = checked_content(value.content, "tool returned a ToolResult")
+        return value if content is value.content else attrs.evolve(value, content=content)
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
 
 
+def checked_content(content: Any, whose: str) -> list[ToolResultContent]:
+    """``content`` as a result's content: a list of text and image blocks, or one text.
+
+    Raises:
+        TypeError: anything else (naming ``whose`` content it is and what it holds).
+    """
+    if isinstance(content, str):
+        return [TextContent(content)]
+    if isinstance(content, list):
+        for index, block in enumerate(content):
+            if not isinstance(block, TextContent | ImageContent):
+                raise TypeError(
+                    f"{whose} whose content[{index}] is {type(block).__name__}, expected "
+                    "pt.TextContent or pt.ImageContent"
+                )
+        return content
+    raise TypeError(
+        f"{whose} whose content is {type(content).__name__}, expected a list of pt.TextContent "
+        "and pt.ImageContent (or one text)"
+    )
+
+
 def merged_result(result: ToolResult, override: AfterToolCallResult) -> ToolResult:
-    """``result`` with what ``after_tool_call`` replaced (its fields that are not None)."""
+    """``result`` with what ``after_tool_call`` replaced (its fields that are not None).
+
+    Raises:
+        TypeError: the content it gives is not a result's (:func:`checked_content`).
+    """
     # pi 1.6: structured content not replaced along with the content may no longer match
     structured = override.structured_content
     if structured is None and override.content is None:
         structured = result.structured_content
+    content = override.content
     return ToolResult(
-        content=result.content if override.content is None else override.content,
+        content=result.content
+        if content is None
+        else checked_content(content, "after_tool_call gave a result"),
         details=result.details if override.details is None else override.details,
         terminate=result.terminate if override.terminate is None else override.terminate,
         structured_content=structured,
@@ -102,6 +139,21 @@ def log_prepare_failure(call: ToolCall, exc: Exception, text: str) -> None:
     )  # fmt: skip
 
 
+async def before_hook(
+    hook: Callable[
+        [BeforeToolCallContext],
+        Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None,
+    ],
+    context: BeforeToolCallContext,
+) -> BeforeToolCallResult | None:
+    """``before_tool_call``'s answer for a call, checked (:func:`hook_answer`)."""
+    answer = await call_maybe_async(hook, context)
+    checked: BeforeToolCallResult | None = hook_answer(
+        answer, BeforeToolCallResult, "before_tool_call"
+    )
+    return checked
+
+
 async def after_hook(
     hook: Callable[
         [AfterToolCallContext], Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None
@@ -109,9 +161,14 @@ async def after_hook(
     context: AfterToolCallContext,
 ) -> tuple[ToolResult, bool, Exception | None]:
     """``after_tool_call`` on a finished call: the result and ``is_error`` it leaves, and the
-    exception when the hook raised (the result is then its error, logged once)."""
+    exception when the hook raised or gave what a result cannot hold (the result is then its
+    error, logged once)."""
     try:
-        override = await call_maybe_async(hook, context)
+        answer = await call_maybe_async(hook, context)
+        override = hook_answer(answer, AfterToolCallResult, "after_tool_call")
+        if override is None:
+            return context.result, context.is_error, None
+        merged = merged_result(context.result, override)
     except Exception as exc:
         text = exception_text(exc)
         log_failure(
@@ -120,7 +177,5 @@ async def after_hook(
             context.tool_call.name, context.tool_call.id, text,
         )  # fmt: skip
         return error_result(text), True, exc
-    if override is None:
-        return context.result, context.is_error, None
     is_error = context.is_error if override.is_error is None else override.is_error
-    return merged_result(context.result, override), is_error, None
+    return merged, is_error, None
