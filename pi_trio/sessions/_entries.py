@@ -86,6 +86,7 @@ EntryKind: TypeAlias = Literal[
     "compaction",
     "approval",
     "decision",
+    "inbox_ignored",
 ]
 ENTRY_KINDS: Final[frozenset[str]] = frozenset(get_args(EntryKind))
 QueueName: TypeAlias = Literal["steer", "followUp"]
@@ -217,12 +218,12 @@ def tool_result_data(
 
 def inbox_row(kind: EntryKind, payload: Any) -> int | None:
     """The inbox row (``store.enqueue()``/``approve()``) that an entry moves into the log: a
-    ``queued`` entry's third item, a ``decision``'s ``inbox`` (the keeper's ignored ones too).
-    The commit that logs the entry deletes the row."""
+    ``queued`` entry's third item, a ``decision``'s ``inbox`` (the keeper's ignored ones too),
+    an ``inbox_ignored``'s. The commit that logs the entry deletes the row."""
     if kind == "queued":
         inbox: int | None = payload[2]
         return inbox
-    if kind == "decision":
+    if kind == "decision" or kind == "inbox_ignored":
         return payload.get("inbox")  # type: ignore[no-any-return]
     return None
 

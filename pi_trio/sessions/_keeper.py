@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from .._callbacks import exception_line
-from .._errors import SessionBusyError
+from .._errors import SessionBusyError, WireFormatError
 from .._groups import plain_exception
 from .._logging import sessions_logger
+from ..messages import AgentMessage
+from ..wire import from_json
 from ._backend import Lease, SessionBackend, as_leased
-from ._entries import read_message
 from ._repair import decision_of
 
 if TYPE_CHECKING:
@@ -58,14 +59,33 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
             if kind == "decision":
                 _decide(agent, recorder, ident, json.loads(text))
             else:
-                message = read_message(recorder.session_id, 0, json.loads(text))
-                (agent.steer if kind == "steer" else agent.follow_up)(message)
+                _queue(agent, recorder, ident, kind, json.loads(text))
         finally:
             recorder.from_inbox = None
         moved += 1
     if moved or recorder.inbox_pending:  # pending: the commit that moved rows failed
         await recorder.flush()
     return moved
+
+
+def _queue(agent: Agent, recorder: SessionRecorder, ident: int, kind: str, data: Any) -> None:
+    """Queue a ``store.enqueue()`` row. One this process cannot read (a message type that
+    the enqueuing process registered and this one did not) is logged as ``inbox_ignored``,
+    its JSON kept, and its row deleted with the commit: it would otherwise hold up every later
+    message of the session."""
+    try:
+        message: AgentMessage = from_json(data, AgentMessage)
+    except WireFormatError as exc:
+        why = f"not a message this process reads ({exc})"
+        sessions_logger.warning(
+            "session %r: inbox row %d is %s; it is logged as inbox_ignored and deleted",
+            recorder.session_id,
+            ident,
+            why,
+        )
+        recorder.note("inbox_ignored", {"inbox": ident, "row": kind, "data": data, "why": why})
+        return
+    (agent.steer if kind == "steer" else agent.follow_up)(message)
 
 
 def _decide(agent: Agent, recorder: SessionRecorder, ident: int, data: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -356,3 +357,35 @@ async def test_a_decision_row_that_is_not_an_object_is_logged_ignored_and_delete
     ignored = [e.data for e in entries if e.kind == "decision"]
     assert [(d["data"], d["ignored"]) for d in ignored] == [([1, 2], True)]
     assert "answer to hello" in str([e.data for e in entries if e.kind == "message"])
+
+
+async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_aside_alone(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a front end registered its own message type and enqueued one; this worker did not
+    raw = Raw("postgresql", postgres_url)
+    model = faux.FauxModel(itertools.repeat(_echo))
+    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    ticket = {"role": "ticket", "body": "printer on fire", "timestamp": 1}
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("s", "first")
+        raw(
+            "INSERT INTO pi_trio_inbox (session_id, kind, data, time) "
+            "VALUES ('s', 'follow_up', ?::json, 1)",
+            json.dumps(ticket),
+        )
+        await store.enqueue("s", "after the ticket")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pt.serve_sessions, store, options)
+            await _wait_idle(raw, 10)  # before: the ticket held up the session for good
+            nursery.cancel_scope.cancel()
+        entries = await store.load("s")
+        async with store.open_agent("s", **options) as resumed:  # its log reads back
+            assert resumed.state.messages[-1].role == "assistant"
+    (ignored,) = [e.data for e in entries if e.kind == "inbox_ignored"]
+    assert (ignored["row"], ignored["data"]) == ("follow_up", ticket)
+    assert "not a message this process reads" in ignored["why"]
+    said = str([e.data for e in entries if e.kind == "message"])
+    assert "answer to first" in said and "answer to after the ticket" in said
+    warned = [r for r in caplog.records if "logged as inbox_ignored" in r.getMessage()]
+    assert len(warned) == 1
