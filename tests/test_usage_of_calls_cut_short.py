@@ -99,17 +99,24 @@ async def test_a_sub_agent_s_forwarded_ends_carry_its_spending_so_far(
     assert reported == [20, 27, 57, 57]
 
 
-async def test_a_sub_agent_the_call_timed_out_counts_toward_the_parent_s_budget(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
+async def _parent_run(child: Any, *, max_total_tokens: int) -> pt.Agent:
+    """A parent that spends 10 tokens on a call of ``child`` as a sub-agent timed out at 50 s,
+    and would answer after it; its run, done."""
     first = faux.assistant_message([faux.tool_call("research", {"task": "t"})])
     first.usage = spending(10)
     parent = make_agent(
         [first, faux.assistant_message("never reached")],
-        tools=(pt.subagent_tool("research", "Researches", _child, timeout=50),),
-        max_total_tokens=60,
+        tools=(pt.subagent_tool("research", "Researches", child, timeout=50),),
+        max_total_tokens=max_total_tokens,
     )
     await parent.prompt("go")
+    return parent
+
+
+async def test_a_sub_agent_the_call_timed_out_counts_toward_the_parent_s_budget(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    parent = await _parent_run(_child, max_total_tokens=60)
     result = _result(parent)
     assert result.is_error and result.usage is not None
     assert result.usage.total_tokens == 57 and round(result.usage.cost.total, 6) == 0.57
@@ -146,18 +153,7 @@ def _child_waiting_for_its_grandchild(tool_call_id: str, params: Any) -> pt.Agen
 async def test_a_grandchild_cut_short_with_the_call_is_counted_too(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    first = faux.assistant_message([faux.tool_call("research", {"task": "t"})])
-    first.usage = spending(10)
-    parent = make_agent(
-        [first, faux.assistant_message("never reached")],
-        tools=(
-            pt.subagent_tool(
-                "research", "Researches", _child_waiting_for_its_grandchild, timeout=50
-            ),
-        ),
-        max_total_tokens=45,
-    )
-    await parent.prompt("go")
+    parent = await _parent_run(_child_waiting_for_its_grandchild, max_total_tokens=45)
     # the child's 20 and the grandchild's 7 + 11, spent before the timeout: the grandchild's
     # result, made when the child's run was cut, carries what the grandchild reported
     result = _result(parent)

@@ -53,6 +53,22 @@ def _fail_the_first_move(store: pt.SessionStore, then_wait: float = 0.0) -> list
     return failed
 
 
+@contextlib.asynccontextmanager
+async def _a_move_failed(
+    url: str, tmp_path: Path, then_wait: float = 0.0
+) -> AsyncIterator[pt.SessionStore]:
+    """An open holder (its store yielded) whose keeper moved an enqueued message in, and whose
+    commit of that move failed (:func:`_fail_the_first_move`)."""
+    async with (
+        _holder_and_other(url) as (holder, other),
+        holder.open_agent(SESSION, **options(tmp_path / "side", False)),
+    ):
+        failed = _fail_the_first_move(holder, then_wait)
+        await other.enqueue(SESSION, "later")
+        await until(lambda: bool(failed), seconds=5)
+        yield holder
+
+
 def _ignored(entries: Sequence[pt.SessionEntry]) -> list[pt.SessionEntry]:
     return [e for e in entries if e.kind == "decision" and e.data.get("ignored")]
 
@@ -117,13 +133,9 @@ async def test_the_keeper_tries_a_failed_move_again_while_the_session_is_idle(
     postgres_url: str, tmp_path: Path
 ) -> None:
     raw = Raw("postgresql", postgres_url)
-    async with _holder_and_other(postgres_url) as (holder, other):
-        async with holder.open_agent(SESSION, **options(tmp_path / "side", False)):
-            failed = _fail_the_first_move(holder)
-            await other.enqueue(SESSION, "later")
-            await until(lambda: bool(failed), seconds=5)
-            # nothing else flushes: the keeper's next renewal commits the moved row itself
-            await until(lambda: raw("SELECT id FROM pi_trio_inbox") == [], seconds=5)
+    async with _a_move_failed(postgres_url, tmp_path) as holder:
+        # nothing else flushes: the keeper's next renewal commits the moved row itself
+        await until(lambda: raw("SELECT id FROM pi_trio_inbox") == [], seconds=5)
         assert [e.kind for e in await holder.load(SESSION)].count("queued") == 1
 
 
@@ -132,10 +144,6 @@ async def test_a_slow_commit_of_moved_rows_does_not_hold_up_the_lease_renewals(
     postgres_url: str, tmp_path: Path
 ) -> None:
     raw = Raw("postgresql", postgres_url)
-    async with _holder_and_other(postgres_url) as (holder, other):
-        async with holder.open_agent(SESSION, **options(tmp_path / "side", False)):
-            failed = _fail_the_first_move(holder, then_wait=4.0)  # the retry waits 4 s
-            await other.enqueue(SESSION, "later")
-            await until(lambda: bool(failed), seconds=5)
-            await trio.sleep(3.0)  # twice the lease's ttl (1.5 s): renewed meanwhile, not lost
-        assert raw("SELECT id FROM pi_trio_inbox") == []  # the slow retry went through
+    async with _a_move_failed(postgres_url, tmp_path, then_wait=4.0):  # the retry waits 4 s
+        await trio.sleep(3.0)  # twice the lease's ttl (1.5 s): renewed meanwhile, not lost
+    assert raw("SELECT id FROM pi_trio_inbox") == []  # the slow retry went through

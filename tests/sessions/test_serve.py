@@ -53,6 +53,24 @@ async def _wait_idle(raw: Raw, seconds: float, *, inbox: bool = True) -> float:
     return time.monotonic() - started
 
 
+def _echo_options() -> dict[str, Any]:
+    """Agent options whose model answers every message with ``answer to <its text>``."""
+    model = faux.FauxModel(itertools.repeat(_echo))
+    return {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+
+
+async def _serve_until_idle(
+    store: pt.SessionStore, options: Any, raw: Raw, *, inbox: bool = True, then: float = 0.0
+) -> None:
+    """A worker in this process until every session is idle (``inbox``: and no inbox row is
+    left), and ``then`` seconds more; then its graceful shutdown."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pt.serve_sessions, store, options)
+        await _wait_idle(raw, 10, inbox=inbox)
+        await trio.sleep(then)
+        nursery.cancel_scope.cancel()
+
+
 async def _check_sessions(
     store: pt.SessionStore, prompts: dict[str, list[str]], *, answered: bool = True
 ) -> list[int]:
@@ -295,18 +313,14 @@ async def test_a_session_whose_log_cannot_be_read_is_set_aside_and_says_so(
     """A log that cannot be read sets a session aside: a line names it, and ``pi-trio
     sessions list`` shows it, with its inbox kept."""
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(_echo))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = _echo_options()
     async with pt.open_session_store(postgres_url) as store:
         await store.enqueue("bad", "hello")
         raw(
             "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
             "VALUES ('bad', 1, 'telepathy', '{}', 0, 0, 1)"
         )
-        async with trio.open_nursery() as nursery:
-            await nursery.start(pt.serve_sessions, store, options)
-            await _wait_idle(raw, 10, inbox=False)
-            nursery.cancel_scope.cancel()
+        await _serve_until_idle(store, options, raw, inbox=False)
         [info] = await store.list_sessions()
     assert (info.pending, info.queued, info.set_aside) == (False, 1, True)
     failed = [r for r in caplog.records if "session 'bad' failed" in r.getMessage()]
@@ -321,16 +335,12 @@ async def test_a_session_that_fails_is_set_aside_not_claimed_again_at_once(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(_echo))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = _echo_options()
     options["no_such_option"] = 1  # Agent() refuses it: a TypeError, every time
     async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
         await store.enqueue("bad", "hello")
-        async with trio.open_nursery() as nursery:
-            await nursery.start(pt.serve_sessions, store, options)
-            await _wait_idle(raw, 10, inbox=False)  # before: claimed again and again
-            await trio.sleep(0.5)  # a spinning worker would fail it again meanwhile
-            nursery.cancel_scope.cancel()
+        # before: claimed again and again, also in the half second after it went idle
+        await _serve_until_idle(store, options, raw, inbox=False, then=0.5)
         [info] = await store.list_sessions()
     failed = [r for r in caplog.records if "session 'bad' failed" in r.getMessage()]
     assert len(failed) == 1 and "set aside until new input comes" in failed[0].getMessage()
@@ -341,18 +351,14 @@ async def test_a_decision_row_that_is_not_an_object_is_logged_ignored_and_delete
     postgres_url: str,
 ) -> None:
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(_echo))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = _echo_options()
     async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
         await store.enqueue("s", "hello")
         raw(
             "INSERT INTO pi_trio_inbox (session_id, kind, data, time) "
             "VALUES ('s', 'decision', '[1, 2]', 1)"
         )
-        async with trio.open_nursery() as nursery:
-            await nursery.start(pt.serve_sessions, store, options)
-            await _wait_idle(raw, 10)  # the inbox emptied: the odd row too
-            nursery.cancel_scope.cancel()
+        await _serve_until_idle(store, options, raw)  # the inbox emptied: the odd row too
         entries = await store.load("s")
     ignored = [e.data for e in entries if e.kind == "decision"]
     assert [(d["data"], d["ignored"]) for d in ignored] == [([1, 2], True)]
@@ -364,8 +370,7 @@ async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_asi
 ) -> None:
     # a front end registered its own message type and enqueued one; this worker did not
     raw = Raw("postgresql", postgres_url)
-    model = faux.FauxModel(itertools.repeat(_echo))
-    options = {"initial_state": pt.AgentState(model=model.model), "stream_fn": model}
+    options = _echo_options()
     ticket = {"role": "ticket", "body": "printer on fire", "timestamp": 1}
     async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
         await store.enqueue("s", "first")
@@ -375,10 +380,7 @@ async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_asi
             json.dumps(ticket),
         )
         await store.enqueue("s", "after the ticket")
-        async with trio.open_nursery() as nursery:
-            await nursery.start(pt.serve_sessions, store, options)
-            await _wait_idle(raw, 10)  # before: the ticket held up the session for good
-            nursery.cancel_scope.cancel()
+        await _serve_until_idle(store, options, raw)  # before: the ticket held it up for good
         entries = await store.load("s")
         async with store.open_agent("s", **options) as resumed:  # its log reads back
             assert resumed.state.messages[-1].role == "assistant"
