@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from logging import WARNING
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -80,22 +80,28 @@ def as_tool_result(value: Any) -> ToolResult:
     raise TypeError(f"tool returned {type(value).__name__}, expected pt.ToolResult or str")
 
 
+_BLOCKS: Final = (TextContent, ImageContent)
+
+
 def checked_content(content: Any, whose: str) -> list[ToolResultContent]:
     """``content`` as a result's content: a list of text and image blocks, or one text.
 
     Raises:
         TypeError: anything else (naming ``whose`` content it is and what it holds).
     """
-    if isinstance(content, str):
-        return [TextContent(content)]
-    if isinstance(content, list):
-        for index, block in enumerate(content):
-            if not isinstance(block, TextContent | ImageContent):
+    if type(content) is list:
+        for block in content:  # per tool call: no enumerate, no union built per block
+            if not isinstance(block, _BLOCKS):
+                index = content.index(block)
                 raise TypeError(
                     f"{whose} whose content[{index}] is {type(block).__name__}, expected "
                     "pt.TextContent or pt.ImageContent"
                 )
         return content
+    if isinstance(content, str):
+        return [TextContent(content)]
+    if isinstance(content, list):  # a list of another class
+        return checked_content(list(content), whose)
     raise TypeError(
         f"{whose} whose content is {type(content).__name__}, expected a list of pt.TextContent "
         "and pt.ImageContent (or one text)"
