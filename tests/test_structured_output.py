@@ -425,14 +425,18 @@ class Tagged:
     labels: frozenset[str]
     counts: set[int] = attrs.field(factory=set)
     mixed: frozenset[Any] = frozenset()
+    currencies: frozenset[Currency] = frozenset()
 
 
 def test_a_set_s_json_is_sorted_so_every_process_writes_the_same() -> None:
     # the iteration order of a set of strings changes with the hash seed, from process to
     # process: the log and a prompt cache need one JSON per value
     names = [f"label-{i}" for i in range(40)]
-    value = Tagged(frozenset(reversed(names)), {30, 4, 17}, frozenset({1, "a"}))
+    value = Tagged(
+        frozenset(reversed(names)), {30, 4, 17}, frozenset({1, "a"}), frozenset(Currency)
+    )
     data = pt.output_json(value)
     assert data["labels"] == sorted(names)
     assert data["counts"] == [4, 17, 30]
-    assert sorted(map(str, data["mixed"])) == ["1", "a"]  # unorderable: written as it iterates
+    assert data["mixed"] == ["a", 1]  # items that do not sort: by their JSON text
+    assert data["currencies"] == ["EUR", "USD"]  # by their values

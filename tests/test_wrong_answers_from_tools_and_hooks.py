@@ -37,6 +37,17 @@ async def test_a_result_whose_content_is_one_text_becomes_a_text_block() -> None
     assert pt.to_json(message)["content"] == [{"type": "text", "text": "plain text"}]
 
 
+async def test_a_result_whose_content_is_a_tuple_of_blocks_is_taken_as_a_list() -> None:
+    blocks = (pt.TextContent("a"), pt.TextContent("b"))
+    agent = make_agent(
+        [calls(("odd", {})), faux.assistant_message("ok")],
+        tools=(_returning(pt.ToolResult(blocks)),),  # type: ignore[arg-type]
+    )
+    await agent.prompt("go")
+    (message,) = [m for m in agent.state.messages if isinstance(m, pt.ToolResultMessage)]
+    assert message.content == list(blocks) and not message.is_error
+
+
 @pytest.mark.parametrize(
     ("content", "said"),
     [

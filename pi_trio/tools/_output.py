@@ -14,6 +14,7 @@ validator, so a resumed agent gets the same ``Invoice`` a live run gave.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final, get_origin
@@ -48,11 +49,11 @@ def _json_converter() -> Any:
     converter = make_converter()
 
     def sorted_set(value: Any) -> list[Any]:
+        written = [converter.unstructure(item) for item in value]
         try:
-            items = sorted(value)
-        except TypeError:  # items of mixed or unordered types: their own order
-            items = list(value)
-        return [converter.unstructure(item) for item in items]
+            return sorted(written)
+        except TypeError:  # items of mixed or unordered types: by their JSON text
+            return sorted(written, key=lambda item: json.dumps(item, sort_keys=True, default=str))
 
     converter.register_unstructure_hook_func(_is_set_type, sorted_set)
     return converter

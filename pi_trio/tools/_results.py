@@ -84,7 +84,8 @@ _BLOCKS: Final = (TextContent, ImageContent)
 
 
 def checked_content(content: Any, whose: str) -> list[ToolResultContent]:
-    """``content`` as a result's content: a list of text and image blocks, or one text.
+    """``content`` as a result's content: a list (or tuple) of text and image blocks, or one
+    text.
 
     Raises:
         TypeError: anything else (naming ``whose`` content it is and what it holds).
@@ -100,7 +101,7 @@ def checked_content(content: Any, whose: str) -> list[ToolResultContent]:
         return content
     if isinstance(content, str):
         return [TextContent(content)]
-    if isinstance(content, list):  # a list of another class
+    if isinstance(content, list | tuple):  # a tuple, or a list of another class
         return checked_content(list(content), whose)
     raise TypeError(
         f"{whose} whose content is {type(content).__name__}, expected a list of pt.TextContent "
