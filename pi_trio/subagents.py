@@ -227,8 +227,7 @@ async def _run_child(
                 isinstance(message, AssistantMessage | ToolResultMessage)
                 and message.usage is not None
             ):
-                usage = _add(_add(Usage(), spent), message.usage)
-                _add(spent, message.usage)
+                usage = _add(Usage(), _add(spent, message.usage))  # a copy of the total
         await on_update(ToolResult([], details=details, usage=usage))
 
     unsubscribe = child.subscribe(forward)

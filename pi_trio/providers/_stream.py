@@ -223,10 +223,8 @@ async def stream_wire(
                 except ProviderFailure as failure:
                     await _close(reader, exchange)
                     reader = exchange = None
-                    now = trio.current_time()
-                    delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-                    _log_retry("request to", request.url, failure, delay, attempt, policy, masked)
-                    await trio.sleep(delay)
+                    where = f"request to {safe_url(request.url)}"
+                    await _wait_to_retry(failure, attempt, policy, deadline, masked, where)
             assert reader is not None
             if emit_start:
                 yield builder.start()
@@ -353,32 +351,37 @@ async def _prepared(
                 kind="timeout",
             )
         except ProviderFailure as failure:
-            now = trio.current_time()
-            delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
-            _log_retry("preparing the request to", url, failure, delay, attempt, policy, secrets)
-            await trio.sleep(delay)
+            where = f"preparing the request to {safe_url(url)}"
+            await _wait_to_retry(failure, attempt, policy, deadline, secrets, where)
 
 
-def _log_retry(
-    what: str,
-    url: str,
+async def _wait_to_retry(
     failure: ProviderFailure,
-    delay: float,
     attempt: int,
     policy: RequestPolicy,
+    deadline: float,
     secrets: Iterable[str],
+    what: str,
 ) -> None:
+    """Log the retry of a failed attempt (``what``: of a request to its URL, or of preparing
+    it; one INFO line, masked) and wait before it.
+
+    Raises:
+        ProviderFailure: no retry is allowed (:meth:`RequestPolicy.retry_delay`).
+    """
+    now = trio.current_time()
+    delay = policy.retry_delay(failure, attempt=attempt, now=now, deadline=deadline)
     if providers_logger.isEnabledFor(logging.INFO):
         providers_logger.info(
-            "%s %s failed (%s), retrying in %.2f s (retry %d of %d): %s",
-            what,
-            safe_url(redact(url, secrets)),
+            "%s failed (%s), retrying in %.2f s (retry %d of %d): %s",
+            redact(what, secrets),
             failure.kind,
             delay,
             attempt,
             policy.max_retries,
             shorten(redact(str(failure), secrets), 500),
         )
+    await trio.sleep(delay)
 
 
 async def _failed(event: StreamEvent) -> AsyncGenerator[StreamEvent, None]:

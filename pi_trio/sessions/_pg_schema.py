@@ -97,7 +97,9 @@ which would then quote the password in its error)."""
 
 def _password(url: str) -> str | None:
     found = _USER_INFO.match(url)
-    return found.group(1).partition(":")[2] or None if found else None
+    if found is None:
+        return None
+    return found.group(1).partition(":")[2] or None
 
 
 def redact(url: str) -> str:
