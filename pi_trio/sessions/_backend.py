@@ -73,6 +73,9 @@ class Lease:
     ttl: float | None = None
     """Seconds the lease lasts unless renewed (PostgreSQL); None: until released (SQLite, where
     a holder whose process is gone is known to be dead)."""
+    inbox_seen: int = 0
+    """The highest inbox id when the lease was taken (PostgreSQL): a holder giving up on the
+    session leaves it pending only for input that came after."""
 
 
 @attrs.frozen

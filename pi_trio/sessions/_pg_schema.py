@@ -17,6 +17,7 @@ __all__ = [
     "CHANNEL",
     "INSERT",
     "INSERT_CHECKED",
+    "LAST_SEEN",
     "LOCK_KEY",
     "NOW",
     "SCHEMA",
@@ -81,6 +82,11 @@ INSERT_CHECKED = (
     "%b::text[], %b::text[], %b::bigint[], %b::bigint[], %b::int[], %b::text[]) "
     "AS r(s, q, k, d, t, e, v, h) JOIN live ON live.session_id = r.s AND live.epoch = r.e "
     "AND live.holder = r.h RETURNING session_id, epoch"
+)
+# per session: the last seq of its log and its newest inbox row's id (both indexed look-ups)
+LAST_SEEN = (
+    "SELECT s, (SELECT max(seq) FROM pi_trio_entries WHERE session_id = s), (SELECT max(id) "
+    "FROM pi_trio_inbox WHERE session_id = s) FROM unnest(%s::text[]) AS s"
 )
 INSERT = (
     "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "

@@ -40,6 +40,7 @@ from ._pg_schema import (
     CHANNEL,
     INSERT,
     INSERT_CHECKED,
+    LAST_SEEN,
     NOW,
     check_leases,
     check_or_create,
@@ -300,12 +301,13 @@ class PostgresBackend:
             if current is not None and live and current != holder.token:  # (a retry: ours)
                 return str(current)
             (epoch,) = self._lease_row(conn, session_id, holder)
-            (last,) = _one(
-                conn.execute(
-                    "SELECT max(seq) FROM pi_trio_entries WHERE session_id = %s", (session_id,)
-                )
-            )
-        return Lease(session_id, epoch, holder, last or 0, not last, ttl=self.lease_ttl)
+            ((_, last, seen),) = conn.execute(LAST_SEEN, ([session_id],)).fetchall()
+        return self._lease(session_id, epoch, holder, last, seen)
+
+    def _lease(
+        self, sid: str, epoch: int, holder: Holder, last: int | None, seen: int | None
+    ) -> Lease:
+        return Lease(sid, epoch, holder, last or 0, not last, self.lease_ttl, seen or 0)
 
     def _op_claim(self, conn: psycopg.Connection[Any], holder: Holder, limit: int) -> list[Lease]:
         with conn.transaction():
@@ -320,17 +322,9 @@ class PostgresBackend:
             ).fetchall()
             if not claimed:
                 return []
-            last = dict(
-                conn.execute(
-                    "SELECT session_id, max(seq) FROM pi_trio_entries WHERE session_id = ANY(%s) "
-                    "GROUP BY session_id",
-                    ([sid for sid, _ in claimed],),
-                ).fetchall()
-            )
-        return [
-            Lease(sid, epoch, holder, last.get(sid) or 0, not last.get(sid), ttl=self.lease_ttl)
-            for sid, epoch in claimed
-        ]
+            found = conn.execute(LAST_SEEN, ([sid for sid, _ in claimed],)).fetchall()
+        marks = {sid: (last, seen) for sid, last, seen in found}
+        return [self._lease(sid, epoch, holder, *marks[sid]) for sid, epoch in claimed]
 
     def _op_renew(self, conn: psycopg.Connection[Any], lease: Lease) -> bool:
         cursor = conn.execute(
@@ -352,12 +346,13 @@ class PostgresBackend:
             if row is None:
                 return
             # a new statement, after the lock: it sees every enqueue that committed before
+            # pending: work left, or (giving up) input that came after the lease was taken
+            after = lease.inbox_seen if give_up else 0  # (ids start at 1)
             conn.execute(
                 "UPDATE pi_trio_sessions SET holder = NULL, holder_pid = NULL, "
-                "holder_start = NULL, lease_expires = NULL, pending = (NOT %s AND (NOT %s OR "
-                "EXISTS (SELECT 1 FROM pi_trio_inbox WHERE session_id = %s))) "
-                "WHERE session_id = %s",
-                (give_up, idle, lease.session_id, lease.session_id),
+                "holder_start = NULL, lease_expires = NULL, pending = (%s OR EXISTS (SELECT 1 "
+                "FROM pi_trio_inbox WHERE session_id = %s AND id > %s)) WHERE session_id = %s",
+                (not idle and not give_up, lease.session_id, after, lease.session_id),
             )
 
     def _op_enqueue(

@@ -391,3 +391,38 @@ async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_asi
     assert "answer to first" in said and "answer to after the ticket" in said
     warned = [r for r in caplog.records if "logged as inbox_ignored" in r.getMessage()]
     assert len(warned) == 1
+
+
+async def test_input_that_comes_while_a_failing_session_is_held_is_claimed_again(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the worker gives up on what it claimed, not on a message enqueued after its claim
+    raw = Raw("postgresql", postgres_url)
+    good = _echo_options()
+    calls = []
+
+    def options(session_id: str) -> dict[str, Any]:
+        calls.append(session_id)
+        if len(calls) == 1:  # enqueued while this worker holds the session, then it fails
+            raw(
+                "INSERT INTO pi_trio_inbox (session_id, kind, data, time) VALUES "
+                "('s', 'follow_up', ?::json, 1)",
+                json.dumps(
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "meanwhile"}],
+                        "timestamp": 1,
+                    }
+                ),
+            )
+            raise RuntimeError("options not ready yet")
+        return good
+
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("s", "hello")
+        await _serve_until_idle(store, options, raw)  # before: set aside with 2 queued
+        [info] = await store.list_sessions()
+        entries = await store.load("s")
+    assert (len(calls), info.queued, info.set_aside) == (2, 0, False)
+    said = str([e.data for e in entries if e.kind == "message"])
+    assert "answer to hello" in said and "answer to meanwhile" in said
