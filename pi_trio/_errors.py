@@ -264,7 +264,8 @@ class SessionLogError(PiError, ValueError):
 class SessionStoreError(SessionLogError):
     """The session store failed, not the log: the database could not be reached again within
     its bound after a dropped connection, a commit's outcome is unknown because the
-    connection dropped during it, or the disk is full. Nothing in the log is wrong, and
+    connection dropped during it, or the database refused for a reason of its own (a full
+    disk, a read-only server, a lock timeout, a missing table). Nothing in the log is wrong, and
     nothing written before is lost: try again once the store is back (a worker leaves the
     session pending for that, where a :class:`SessionLogError` proper parks it).
 

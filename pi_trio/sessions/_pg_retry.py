@@ -20,8 +20,10 @@ new connection when running it twice cannot do anything twice:
 Retries go on for ``reconnect_for`` seconds from the outage's first failure (see
 :class:`Retrying`), with back-off; past that, or for a request that cannot run twice, the
 caller gets a :class:`pt.SessionStoreError` naming the session and the cause. Anything else
-the server says (a constraint, a missing table, a lock timeout) is not a dropped connection
-and is not retried.
+the server says is not a dropped connection and is not retried: a request's own rows refused
+(``IntegrityError``, ``DataError``) is a :class:`pt.SessionLogError`, and the store failing
+otherwise (a full disk, a read-only server, a lock timeout, a missing table) a
+``SessionStoreError``, which leaves a worker's session pending.
 """
 
 from __future__ import annotations
@@ -233,15 +235,22 @@ class Retrying:
             return unknown_commit(self.description, request_session(request), request.op, cause)
         if isinstance(exc, SessionLogError):
             return exc
-        if isinstance(exc, self._psycopg.OperationalError):  # the server failing: a full disk...
-            problem = "disk full" if exc.sqlstate == "53100" else ""
-            return SessionStoreError(
+        session_id = request_session(request)
+        if isinstance(exc, (self._psycopg.IntegrityError, self._psycopg.DataError)):
+            # this request's own rows refused (a duplicate entry, text the server cannot take)
+            return SessionLogError(
                 f"session store {self.description}: {cause}",
-                session_id=request_session(request),
-                problem=problem or type(exc).__name__,
+                session_id=session_id,
+                problem=type(exc).__name__,
             )
-        return SessionLogError(
-            f"session store {self.description}: {cause}", problem=type(exc).__name__
+        # the store failing, whichever session asked: a full disk, a read-only server after a
+        # failover, a timeout, a table or privilege missing after a migration
+        full = isinstance(exc, self._psycopg.Error) and exc.sqlstate == "53100"
+        problem = "disk full" if full else ""
+        return SessionStoreError(
+            f"session store {self.description}: {cause}",
+            session_id=session_id,
+            problem=problem or type(exc).__name__,
         )
 
 
