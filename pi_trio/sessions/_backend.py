@@ -24,11 +24,12 @@ writer at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import attrs
 
 __all__ = [
+    "MAX_NEW_ID_BYTES",
     "SCHEMA_VERSION",
     "Holder",
     "Lease",
@@ -37,6 +38,8 @@ __all__ = [
     "SessionBackend",
     "SessionInfo",
     "as_leased",
+    "check_session_id",
+    "long_id_error",
 ]
 
 SCHEMA_VERSION = 1
@@ -180,3 +183,38 @@ def as_leased(backend: SessionBackend) -> LeasedBackend | None:
     if leased is None:
         leased = _LEASED[kind] = isinstance(backend, LeasedBackend)
     return cast(LeasedBackend, backend) if leased else None
+
+
+MAX_NEW_ID_BYTES = 1024
+"""The longest id (UTF-8 bytes) of a new session: PostgreSQL's index and NOTIFY payload take
+it with room to spare. A longer id made before the limit stays reachable."""
+
+
+def check_session_id(session_id: Any) -> int:
+    """Refuse an id that no store keeps, before it reaches one (where it failed as different
+    errors, one a store failure a worker would retry): a non-empty string, without NUL or
+    lone surrogates. Its size in UTF-8 bytes, for the limit on new sessions.
+
+    Raises:
+        ValueError: ``session_id`` is not such a string.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
+    try:
+        size = len(session_id.encode())
+    except UnicodeEncodeError:
+        size = 0
+    if not size or "\x00" in session_id:
+        raise ValueError(
+            f"a session id is UTF-8 text without NUL characters or lone surrogates, not "
+            f"{session_id[:40]!r}{'...' if len(session_id) > 40 else ''}"
+        )
+    return size
+
+
+def long_id_error(session_id: str) -> ValueError:
+    """The error for a new session whose id is over :data:`MAX_NEW_ID_BYTES`."""
+    return ValueError(
+        f"a new session's id is at most {MAX_NEW_ID_BYTES:,} bytes of UTF-8, not "
+        f"{session_id[:40]!r}... (a hash of a longer key is one)"
+    )

@@ -31,7 +31,15 @@ from ..coding_messages import BranchSummary, CompactionSummary, ExtensionMessage
 from ..messages import AgentMessage, now_ms
 from ..models import Model, get_model
 from ..wire import to_json
-from ._backend import Lease, Row, SessionBackend, as_leased
+from ._backend import (
+    MAX_NEW_ID_BYTES,
+    Lease,
+    Row,
+    SessionBackend,
+    as_leased,
+    check_session_id,
+    long_id_error,
+)
 from ._entries import Note, dumps, encode
 from ._holders import new_holder
 from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session
@@ -53,8 +61,8 @@ async def import_pi_session(
     found = await trio.to_thread.run_sync(read_pi_session, where)
     if session_id is None:
         session_id = found.header["id"]
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
+    if check_session_id(session_id) > MAX_NEW_ID_BYTES:
+        raise long_id_error(session_id)
     rows = _rows(found)
     lease = await backend.acquire(session_id, new_holder(secrets.token_hex(4)))
     if isinstance(lease, str):
@@ -144,6 +152,7 @@ async def export_pi_session(
     cwd: str | None,
 ) -> None:
     """See :meth:`pt.SessionStore.export_pi_session`."""
+    check_session_id(session_id)
     rows = await backend.load_rows(session_id)
     if not rows:
         raise SessionNotFoundError(

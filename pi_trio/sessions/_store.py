@@ -40,7 +40,15 @@ from ..models import Model
 from ..tools import ToolDecision, last_output
 from ..wire import from_json, to_json
 from ._approvals import decide_in_store, undecided_calls
-from ._backend import Lease, SessionBackend, SessionInfo, as_leased
+from ._backend import (
+    MAX_NEW_ID_BYTES,
+    Lease,
+    SessionBackend,
+    SessionInfo,
+    as_leased,
+    check_session_id,
+    long_id_error,
+)
 from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
 from ._intents import durable_before_tool_call
@@ -71,6 +79,7 @@ class SessionStore:
         Raises:
             pt.SessionLogError: an entry is of an unknown kind, a newer format, or bad JSON.
         """
+        check_session_id(session_id)
         rows = await self.backend.load_rows(session_id)
         entries = []
         for seq, kind, text, when, epoch, version in rows:
@@ -92,6 +101,7 @@ class SessionStore:
         Raises:
             pt.SessionBusyError: the session is open (held) somewhere.
         """
+        check_session_id(session_id)
         return await self.backend.delete(session_id)
 
     async def import_pi_session(
@@ -204,7 +214,7 @@ class SessionStore:
 
     async def _exists(self, session_id: str) -> bool:
         """Whether the store has the session: a log, or a row (queued input, say)."""
-        _check_id(session_id)
+        check_session_id(session_id)
         if await self.backend.load_rows(session_id):
             return True
         return any(info.session_id == session_id for info in await self.backend.list_sessions())
@@ -382,7 +392,7 @@ class SessionStore:
             pt.SessionBusyError: a SQLite store, and another process holds the session.
             pt.SessionNotFoundError: a SQLite store without that session.
         """
-        _check_id(session_id)
+        check_session_id(session_id)
         await decide_in_store(
             self.backend, self._open, session_id, tool_call_id, ToolDecision(True)
         )
@@ -395,7 +405,7 @@ class SessionStore:
             KeyError, pt.SessionBusyError, pt.SessionNotFoundError: as :meth:`approve`.
             TypeError: ``reason`` is not a string.
         """
-        _check_id(session_id)
+        check_session_id(session_id)
         await decide_in_store(
             self.backend, self._open, session_id, tool_call_id, ToolDecision(False, reason)
         )
@@ -432,7 +442,7 @@ class SessionStore:
                 f"store.enqueue() needs a store with an inbox (PostgreSQL); "
                 f"{self.backend.description} has none: use agent.steer()/follow_up() there"
             )
-        _check_id(session_id)
+        await self._check_new_id(session_id)
         if isinstance(message, str):
             item: AgentMessage = UserMessage([TextContent(message)])
         else:
@@ -440,10 +450,15 @@ class SessionStore:
             check_loggable(item)
         return await backend.enqueue(session_id, kind, dumps(to_json(item)), now_ms())
 
+    async def _check_new_id(self, session_id: str) -> None:
+        """The id checks; a long one only passes for a session made before the limit."""
+        if check_session_id(session_id) > MAX_NEW_ID_BYTES and not await self._exists(session_id):
+            raise long_id_error(session_id)
+
     async def _acquire(self, session_id: str, wait: bool) -> tuple[Lease, float]:
         """The lease, and the Trio time just before the request that took it (an expiring
         lease's local deadline counts from there)."""
-        _check_id(session_id)
+        await self._check_new_id(session_id)
         holder = new_holder(secrets.token_hex(4))
         delay = 0.01
         while True:
@@ -466,23 +481,6 @@ def _failed_here(exc: BaseException | None) -> bool:
     """Whether ``exc`` is the session's own failure, not the store's, a lost lease's or a
     cancellation's (which another holder or a later try may get past)."""
     return isinstance(exc, Exception) and not isinstance(exc, SessionStoreError | SessionBusyError)
-
-
-def _check_id(session_id: Any) -> None:
-    """Refuse what no store keeps, before it reaches one (as different errors, or as a store
-    failure a worker would retry): at most 1,024 bytes of UTF-8, no NUL, no lone surrogate."""
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError(f"a session id is a non-empty string, not {session_id!r}")
-    try:
-        size = len(session_id.encode())
-    except UnicodeEncodeError:
-        size = -1
-    if not 0 < size <= 1024 or "\x00" in session_id:
-        raise ValueError(
-            f"a session id is at most 1,024 bytes of UTF-8 text without NUL characters, not "
-            f"{session_id[:40]!r}{'...' if len(session_id) > 40 else ''} (a hash of a longer "
-            "key is one)"
-        )
 
 
 def _apply_settings(state: AgentState, image: SessionImage, session_id: str) -> None:

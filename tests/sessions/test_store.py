@@ -16,6 +16,7 @@ import pi_trio as pt
 from pi_trio.sessions import SessionInfo
 from pi_trio.sessions._holders import new_holder
 
+from ._helpers import answering_options
 from .conftest import Raw
 
 
@@ -290,26 +291,57 @@ async def test_a_sqlite_store_is_not_a_leased_backend(tmp_path: Path) -> None:
             await store.enqueue("s", "hello")
 
 
-@pytest.mark.parametrize(
-    "session_id",
-    ["", "x" * 1025, "é" * 513, "nul\x00inside", "lone \ud83d surrogate"],
-)
+@pytest.mark.parametrize("session_id", ["", "nul\x00inside", "lone \ud83d surrogate", 7])
 async def test_a_session_id_no_store_keeps_is_refused_before_it_reaches_one(
-    store_url: str, session_id: str
+    store_url: str, session_id: str, tmp_path: Path
 ) -> None:
+    pi_file = tmp_path / "s.jsonl"
     async with pt.open_session_store(store_url) as store:
+        async with store.open_agent("src", **answering_options()) as agent:
+            await agent.prompt("hello")
+        await store.export_pi_session("src", pi_file)
         calls = [
             lambda: store.open_agent(session_id).__aenter__(),
             lambda: store.approve(session_id, "call_1"),
+            lambda: store.deny(session_id, "call_1"),
+            lambda: store.load(session_id),
+            lambda: store.delete(session_id),
+            lambda: store.export_pi_session(session_id, tmp_path / "out.jsonl"),
+            lambda: store.import_pi_session(pi_file, session_id),
         ]
         if "://" in store_url:  # only PostgreSQL has an inbox
             calls.append(lambda: store.enqueue(session_id, "hello"))
         for call in calls:
             with pytest.raises(ValueError, match="a session id is "):
                 await call()
-        assert await store.list_sessions() == []
-    async with (
-        pt.open_session_store(store_url) as store,
-        store.open_agent("é" * 512),  # 1,024 bytes is still an id
-    ):
-        pass
+        assert [info.session_id for info in await store.list_sessions()] == ["src"]
+
+
+@pytest.mark.parametrize("session_id", ["x" * 1025, "é" * 513])
+async def test_a_new_session_id_is_at_most_1024_bytes_an_older_longer_one_still_opens(
+    store_url: str, raw: Raw, session_id: str, tmp_path: Path
+) -> None:
+    pi_file = tmp_path / "s.jsonl"
+    async with pt.open_session_store(store_url) as store:
+        async with store.open_agent("é" * 512, **answering_options()) as agent:  # 1,024 bytes
+            await agent.prompt("hello")
+        await store.export_pi_session("é" * 512, pi_file)
+        calls = [
+            lambda: store.open_agent(session_id).__aenter__(),
+            lambda: store.import_pi_session(pi_file, session_id),
+        ]
+        if "://" in store_url:
+            calls.append(lambda: store.enqueue(session_id, "hello"))
+        for call in calls:
+            with pytest.raises(ValueError, match="a new session's id is at most 1,024 bytes"):
+                await call()
+        assert len(await store.list_sessions()) == 1
+        # one made before the limit (PostgreSQL took up to ~2.7 kB): still open, read, deleted
+        raw(
+            "INSERT INTO pi_trio_sessions (session_id, created, epoch) VALUES (?, 0, 0)", session_id
+        )
+        async with store.open_agent(session_id, **answering_options()) as agent:
+            await agent.prompt("hello")
+        assert [e.kind for e in await store.load(session_id)][:1] == ["state"]
+        await store.export_pi_session(session_id, tmp_path / "long.jsonl")
+        assert await store.delete(session_id)
