@@ -70,7 +70,9 @@ __all__ = [
 ]
 
 FORMAT_VERSION: Final = 1
-"""The version of the entry format this pi_trio writes and reads (newer ones are refused)."""
+"""The version of the entry format this pi_trio writes and reads (newer ones are refused). It
+counts changes in the meaning of existing kinds; a new kind does not bump it (a reader refuses
+a kind it does not know by name, see :func:`check_row`)."""
 
 EntryKind: TypeAlias = Literal[
     "state",
