@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from .._callbacks import hook_answer
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 from ._recorder import SessionRecorder
 
@@ -24,7 +25,8 @@ def durable_before_tool_call(
         decision: BeforeToolCallResult | None = None
         if user_hook is not None:
             value = user_hook(context)
-            decision = await value if inspect.isawaitable(value) else value
+            answer = await value if inspect.isawaitable(value) else value
+            decision = hook_answer(answer, BeforeToolCallResult, "before_tool_call")
             if decision is not None and decision.block:
                 return decision
         if recorder.intend(context.tool_call):

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..agent import AgentState
 from ..events import ToolExecutionEnd, ToolResult
-from ..messages import AgentMessage, AssistantMessage, TextContent, ToolResultMessage
-from ..tools import AgentTool, exception_text
+from ..messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ..tools import AgentTool, as_tool_result, error_result, exception_text
 from ._recorder import SessionRecorder
 from ._repair import (
     SessionImage,
@@ -97,10 +97,10 @@ async def _replay(
         if tool.prepare_arguments is not None:
             raw = tool.prepare_arguments(raw)
         value = await tool.run(call_id, tool.validate(raw), ignore_update)
-        result = value if isinstance(value, ToolResult) else ToolResult([TextContent(str(value))])
+        result = as_tool_result(value)  # checked as the loop checks it
         is_error = bool(result.is_error)  # a failure reported without raising
     except Exception as exc:
-        result, is_error = ToolResult([TextContent(exception_text(exc))], details={}), True
+        result, is_error = error_result(exception_text(exc)), True
     recorder.note("tool_result", ToolExecutionEnd(call_id, name, result, is_error))
     await recorder.flush()
     return ToolResultMessage(call_id, name, result.content, result.details, is_error)

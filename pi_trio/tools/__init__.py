@@ -22,7 +22,7 @@ from ._hooks import (
     BeforeToolCallResult,
 )
 from ._output import OUTPUT_KEY, OutputType, has_output, last_output, output_json, output_tool
-from ._results import error_result
+from ._results import as_tool_result, error_result
 from ._validation import ArgumentValidator, json_schema_for
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "ToolDecision",
     "ToolExecute",
     "ToolExecutionMode",
+    "as_tool_result",
     "denied_result",
     "error_result",
     "exception_text",

@@ -70,8 +70,12 @@ def steered_result(name: str, *, started: bool, abandoned: bool = False) -> Tool
 
 def as_tool_result(value: Any) -> ToolResult:
     """What a tool returned, as a result: a ``ToolResult`` (its content a list of text and
-    image blocks, or one text) or a text; anything else is a bug of the tool (``TypeError``,
-    which becomes its error result), caught here before it reaches a transcript or a log."""
+    image blocks, or one text) or a text. The loop checks every result with it, before it
+    reaches a transcript or a log; so does a session's re-run of a ``replay="safe"`` call.
+
+    Raises:
+        TypeError: anything else (a bug of the tool, which becomes its error result).
+    """
     if isinstance(value, ToolResult):
         content = checked_content(value.content, "tool returned a ToolResult")
         return value if content is value.content else attrs.evolve(value, content=content)

@@ -3,6 +3,7 @@ logged when, resume, queues, repair, leases."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -459,3 +460,71 @@ async def test_removed_and_replaced_queue_items_come_back_as_edited(store_url: s
         async with store.open_agent("s") as agent:
             texts = [item.message.content[0].text for item in agent.queued()]  # type: ignore[union-attr]
     assert texts == ["first", "second, edited"]
+
+
+@pytest.mark.parametrize(
+    ("second", "expected", "is_error"),
+    [
+        (pt.ToolResult("one text"), [pt.TextContent("one text")], False),  # before: 8 blocks
+        (7, [pt.TextContent("TypeError: tool returned int, expected pt.ToolResult or str")], True),
+    ],
+)
+async def test_a_safe_tool_re_run_on_resume_has_its_result_checked_as_in_a_run(
+    tmp_path: Path, second: Any, expected: list[pt.TextContent], is_error: bool
+) -> None:
+    path, crashed = tmp_path / "a.db", tmp_path / "crashed.db"
+    runs: list[str] = []
+
+    async def ensure(call_id: str, params: Any, on_update: Any) -> Any:
+        runs.append(call_id)
+        if len(runs) == 1:
+            snapshot(path, crashed)
+            return "ensured"
+        return second
+
+    tools = [make_tool("ensure", ensure, replay="safe")]
+    scripted = faux.FauxModel([calls("ensure"), faux.assistant_message("ok")])
+    async with (
+        pt.open_session_store(path) as store,
+        store.open_agent("s", initial_state=_state(scripted, *tools), stream_fn=scripted) as a,
+    ):
+        await a.prompt("go")
+    db = sqlite3.connect(crashed)
+    db.execute("UPDATE pi_trio_sessions SET holder_pid = 999999999")
+    db.commit()
+    db.close()
+    async with (
+        pt.open_session_store(crashed) as store,
+        store.open_agent("s", initial_state=pt.AgentState(tools=tools)) as a,
+    ):
+        result = a.state.messages[-2]
+    assert runs == ["c0", "c0"]
+    assert isinstance(result, pt.ToolResultMessage)
+    assert (result.content, result.is_error) == (expected, is_error)
+
+
+async def test_a_durable_agent_checks_what_before_tool_call_answers_as_a_plain_one_does(
+    tmp_path: Path,
+) -> None:
+    def hook(context: pt.BeforeToolCallContext) -> Any:
+        return {"block": True}  # a dict, not a pt.BeforeToolCallResult
+
+    tools = [make_tool("ensure", lambda call_id, params, on_update: "ensured")]
+    transcripts = []
+    for durable in (False, True):
+        scripted = faux.FauxModel([calls("ensure"), faux.assistant_message("ok")])
+        options: dict[str, Any] = {"stream_fn": scripted, "before_tool_call": hook}
+        state = _state(scripted, *tools)
+        async with contextlib.AsyncExitStack() as stack:
+            if durable:
+                store = await stack.enter_async_context(pt.open_session_store(tmp_path / "a.db"))
+                agent = await stack.enter_async_context(
+                    store.open_agent("s", initial_state=state, **options)
+                )
+            else:
+                agent = pt.Agent(initial_state=state, **options)
+            await agent.prompt("go")
+        transcripts.append([m for m in agent.state.messages if m.role == "toolResult"])
+    plain, durable_ = transcripts
+    assert plain[0].content[0].text.startswith("TypeError: before_tool_call returned dict")  # type: ignore[union-attr]
+    assert [(m.content, m.is_error) for m in durable_] == [(m.content, m.is_error) for m in plain]  # type: ignore[union-attr]
