@@ -198,6 +198,20 @@ def test_an_option_set_before_init_says_so() -> None:
         Early()
 
 
+def test_a_misspelt_option_is_an_error_not_an_attribute_no_run_reads() -> None:
+    agent = make_agent([])
+    with pytest.raises(AttributeError, match="'Agent' object has no attribute 'max_turn'"):
+        agent.max_turn = 1  # type: ignore[attr-defined]
+    assert agent.max_turns is None
+
+    class Mine(pt.Agent):  # an application's subclass may keep its own attributes
+        pass
+
+    mine = Mine()
+    mine.ticket = "T-1"  # type: ignore[attr-defined]
+    assert mine.ticket == "T-1"  # type: ignore[attr-defined]
+
+
 def test_an_agent_cannot_be_copied() -> None:
     agent = make_agent([])
     for copier in (copy.copy, copy.deepcopy):

@@ -73,6 +73,7 @@ class AgentOptions:
     """The options of an agent (``pt.Agent`` is one): the :attr:`settings` record, each of its
     fields an attribute, and the recorder, changed on its own, between runs."""
 
+    __slots__ = ("_settings",)
     _settings: AgentSettings
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
