@@ -8,13 +8,21 @@ top-level private module, so no layer imports another's private names).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 from ._errors import PiError
 
-__all__ = ["call_maybe_async", "exception_line", "exception_text", "hook_answer", "is_awaitable"]
+__all__ = [
+    "call_maybe_async",
+    "exception_line",
+    "exception_text",
+    "hook_answer",
+    "is_async_callable",
+    "is_awaitable",
+]
 
 _PLAIN = frozenset({type(None), bool, int, float, str, list, tuple, dict})
 
@@ -35,6 +43,15 @@ def is_awaitable(value: object) -> bool:
     """``inspect.isawaitable``, with a fast answer for the plain values hooks usually return
     (``None``, a bool, a list): for the hot paths that inline :func:`call_maybe_async`."""
     return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` (through any ``functools.partial``) gives a coroutine."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
 
 
 def exception_text(exc: BaseException) -> str:

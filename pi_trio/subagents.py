@@ -65,7 +65,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from ._callbacks import exception_text
+from ._callbacks import exception_text, is_async_callable
+from ._checks import describe
 from .agent import Agent
 from .events import (
     AgentEvent,
@@ -159,7 +160,16 @@ def subagent_tool(
 
     Raises:
         ValueError: ``max_depth`` is below 1 or above :data:`MAX_DEPTH_LIMIT`.
+        TypeError: ``agent_factory`` is not a function, or is an ``async def`` one (its
+            coroutine is neither an agent nor a context manager: write a plain function, or
+            an ``@asynccontextmanager`` one).
     """
+    if not callable(agent_factory) or is_async_callable(agent_factory):
+        raise TypeError(
+            f"subagent_tool {name!r}: agent_factory must be a plain function returning a "
+            "pt.Agent or an async context manager yielding one (an @asynccontextmanager "
+            f"function, for async set-up), got {describe(agent_factory)}"
+        )
     if not 1 <= max_depth <= MAX_DEPTH_LIMIT:
         raise ValueError(
             f"subagent_tool {name!r}: max_depth must be 1 to {MAX_DEPTH_LIMIT} (deeper "

@@ -180,3 +180,35 @@ async def test_open_agent_with_create_false_refuses_an_unknown_id(tmp_path: Any)
         assert [info.session_id for info in await store.list_sessions()] == ["support-42"]
         async with store.open_agent("support-42", create=False) as again:
             assert [m.role for m in again.state.messages] == ["user", "assistant"]
+
+
+def test_a_generator_function_is_not_a_tool() -> None:
+    async def stream_rows(n: int) -> Any:
+        yield n
+
+    def rows(n: int) -> Any:
+        yield n
+
+    for fn in (stream_rows, rows):
+        with pytest.raises(TypeError, match="a generator function is not a tool; return"):
+            pt.tool(fn)
+
+    def execute(call_id: str, params: Any, on_update: Any) -> Any:
+        yield "partial"
+
+    with pytest.raises(TypeError, match=r"execute must be a function .*: report progress with"):
+        pt.AgentTool("rows", "rows", "rows", {"type": "object"}, execute)
+    with pytest.raises(TypeError, match="execute must be a function"):
+        pt.AgentTool("rows", "rows", "rows", {"type": "object"}, None)  # type: ignore[arg-type]
+
+
+def test_a_subagent_factory_that_cannot_make_an_agent_is_refused_at_once() -> None:
+    from pi_trio.subagents import subagent_tool
+
+    async def make(call_id: str, params: Any) -> pt.Agent:  # its coroutine is no agent
+        return pt.Agent()
+
+    for factory in (None, make):
+        with pytest.raises(TypeError, match="agent_factory must be a plain function returning"):
+            subagent_tool("helper", "does things", factory)  # type: ignore[arg-type]
+    subagent_tool("helper", "does things", lambda call_id, params: pt.Agent())  # fine

@@ -13,25 +13,32 @@ import attrs
 import outcome
 import trio
 
+from .._callbacks import is_async_callable
 from .._checks import describe
 from .._groups import plain_exception
 from ..events import ToolResult
 from ..messages import Tool
 from ._validation import ArgumentValidator
 
-__all__ = ["AgentTool", "OnUpdate", "ToolExecute", "ToolExecutionMode"]
+__all__ = [
+    "AgentTool",
+    "OnUpdate",
+    "ToolExecute",
+    "ToolExecutionMode",
+    "is_generator_function",
+]
 
 ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 OnUpdate: TypeAlias = Callable[[ToolResult], Awaitable[None]]
 ToolExecute: TypeAlias = Callable[[str, Any, OnUpdate], Awaitable[ToolResult] | ToolResult]
 
 
-def _is_async_callable(fn: Any) -> bool:
+def is_generator_function(fn: Any) -> bool:
+    """Whether ``fn`` (or the function a ``functools.partial`` wraps) is a generator or an
+    async generator function: a tool of one would run without producing a result."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
-    )
+    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
 
 
 @attrs.frozen
@@ -87,6 +94,12 @@ class AgentTool:
     is_async: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
+        if not callable(self.execute) or is_generator_function(self.execute):
+            raise TypeError(
+                f"AgentTool {self.name!r}: execute must be a function (sync or async) that "
+                f"returns the result, got {describe(self.execute)}"
+                + (": report progress with on_update" if callable(self.execute) else "")
+            )
         if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
             raise TypeError(
                 f"AgentTool {self.name!r}: requires_approval must be True, False or a callable "
@@ -99,7 +112,7 @@ class AgentTool:
         validator = ArgumentValidator.for_parameters(self.parameters)
         object.__setattr__(self, "validator", validator)
         object.__setattr__(self, "spec", Tool(self.name, self.description, validator.schema))
-        object.__setattr__(self, "is_async", _is_async_callable(self.execute))
+        object.__setattr__(self, "is_async", is_async_callable(self.execute))
 
     def validate(self, arguments: dict[str, Any]) -> Any:
         """Validated (and coerced) arguments; :class:`pt.ToolArgumentError` with pi's text."""

@@ -28,9 +28,15 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
 import attrs
 
+from .._callbacks import is_async_callable
 from ..events import ToolResult
 from ..messages import ImageContent, TextContent, ThinkingContent, ToolCall
-from ._agent_tool import AgentTool, OnUpdate, ToolExecutionMode
+from ._agent_tool import (
+    AgentTool,
+    OnUpdate,
+    ToolExecutionMode,
+    is_generator_function,
+)
 from ._approval import ApprovalPolicy
 
 __all__ = ["parse_docstring", "result_from_value", "tool"]
@@ -118,6 +124,11 @@ def _build(
 ) -> AgentTool:
     if not callable(fn):
         raise TypeError(f"@tool needs a function, got {fn!r}")
+    if is_generator_function(fn):
+        raise TypeError(
+            f"@tool {getattr(fn, '__name__', fn)!r}: a generator function is not a tool; return "
+            "the result (a pt.AgentTool's execute reports progress with on_update)"
+        )
     if execution_mode not in (None, "sequential", "parallel"):
         raise ValueError(
             f"execution_mode must be 'sequential' or 'parallel', not {execution_mode!r}"
@@ -148,7 +159,7 @@ def _build(
         return {field: getattr(params, field) for field in field_names}
 
     execute: Any
-    if _is_async_callable(fn):
+    if is_async_callable(fn):
 
         async def execute_async(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
             return result_from_value(await fn(**keywords(params)))
@@ -202,14 +213,6 @@ _NOT_CONTENT = (
     "the tool returned {}: a tool result's content is TextContent and ImageContent blocks; "
     "return a str, one such block, a list of them, or a pt.ToolResult"
 )
-
-
-def _is_async_callable(fn: Callable[..., Any]) -> bool:
-    while hasattr(fn, "func"):  # functools.partial
-        fn = fn.func
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004
-    )
 
 
 def _has_annotated_description(annotation: Any) -> bool:
