@@ -57,8 +57,13 @@ CREATE TABLE pi_trio_entries (
     epoch INTEGER NOT NULL,
     version INTEGER NOT NULL,
     PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
+);
 """
+# pi_trio_entries is a rowid table: rows go to its end in the order they are committed, and
+# only the (small) primary-key index takes one insert per session. WITHOUT ROWID kept each
+# session's rows together, but a commit of many sessions' rows then rewrote a full page per
+# session (a split every few rows): three times the store thread's CPU per row. Files made
+# that way still work as they are (same columns, same key).
 
 _INSERT = (
     "INSERT INTO pi_trio_entries (session_id, seq, kind, data, time, epoch, version) "
@@ -387,7 +392,8 @@ class SqliteBackend:
     def _op_list_sessions(self, db: sqlite3.Connection) -> list[SessionInfo]:
         rows = db.execute(
             "SELECT s.session_id, s.created, s.epoch, s.holder, s.holder_pid, s.holder_start, "
-            "(SELECT max(time) FROM pi_trio_entries e WHERE e.session_id = s.session_id), "
+            "(SELECT time FROM pi_trio_entries e WHERE e.session_id = s.session_id "
+            "ORDER BY seq DESC LIMIT 1), "
             "(SELECT count(*) FROM pi_trio_entries e WHERE e.session_id = s.session_id) "
             "FROM pi_trio_sessions s ORDER BY s.created, s.session_id"
         ).fetchall()
