@@ -359,17 +359,19 @@ class PostgresBackend:
         self, conn: psycopg.Connection[Any], session_id: str, kind: str, data: str, when: int
     ) -> int:
         with transaction(conn, self._psycopg):
+            # the session's row first: its lock orders the session's inbox ids by commit, so
+            # a lease's inbox_seen (read under that lock) is below every later message's id
+            conn.execute(
+                f"INSERT INTO pi_trio_sessions (session_id, created, epoch, pending) VALUES "
+                f"(%s, {NOW}, 0, true) ON CONFLICT (session_id) DO UPDATE SET pending = true",
+                (session_id,),
+            )
             (ident,) = _one(
                 conn.execute(
                     "INSERT INTO pi_trio_inbox (session_id, kind, data, time) VALUES (%s, %s, "
                     "%s::json, %s) RETURNING id",
                     (session_id, kind, data, when),
                 )
-            )
-            conn.execute(
-                f"INSERT INTO pi_trio_sessions (session_id, created, epoch, pending) VALUES "
-                f"(%s, {NOW}, 0, true) ON CONFLICT (session_id) DO UPDATE SET pending = true",
-                (session_id,),
             )
             conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, session_id))
         return int(ident)

@@ -332,7 +332,9 @@ class SessionStore:
             idle = bool(state.pending_approvals) or not (
                 agent.has_queued_messages() or state.awaiting_approval
             )
-            give_up = set_aside and _failed_here(ending)
+            # input this holder moved in after its claim is new: not given up on with the rest
+            moved_new = max(recorder.inbox_seen, default=0) > lease.inbox_seen
+            give_up = set_aside and _failed_here(ending) and not moved_new
             await self._give_back(lease, ending, idle=idle, give_up=give_up)
 
     async def _give_back(
