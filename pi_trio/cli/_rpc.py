@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -66,17 +67,46 @@ _MISSING = object()
 
 
 def encode(value: Any) -> bytes:
-    """One protocol line (without the newline): compact JSON, UTF-8, no NaN."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """One protocol line (without the newline): compact JSON, UTF-8, no NaN. A text that
+    UTF-8 cannot carry (a lone surrogate, from a tool's output say) is written as its
+    ``\\u`` escape, as ``JSON.stringify`` writes it, rather than failing the line."""
+    try:
+        return json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def decode(line: bytes) -> Any:
-    """Parse one line as strict JSON (NaN and Infinity are rejected)."""
-    return json.loads(line, parse_constant=_reject_constant)
+    """Parse one line as strict JSON (NaN and Infinity are rejected). A lone surrogate (an
+    escape such as ``"\\ud800"``, which JSON allows and no UTF-8 text holds) becomes U+FFFD,
+    as a session's log stores it: the run, its events and its log then agree."""
+    value = json.loads(line, parse_constant=_reject_constant)
+    if _SURROGATE_ESCAPE.search(line) is not None:  # rare: only then is the value walked
+        value = _without_lone_surrogates(value)
+    return value
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {
+            _without_lone_surrogates(key): _without_lone_surrogates(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def pi_update(line: dict[str, Any]) -> dict[str, Any]:

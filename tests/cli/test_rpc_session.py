@@ -213,6 +213,27 @@ async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
     assert state["data"]["messages"][-1] == before
 
 
+async def test_a_lone_surrogate_in_a_command_is_a_replacement_character(
+    rpc: Harness, autojump_clock: Any
+) -> None:
+    # JSON may escape half a surrogate pair; no UTF-8 line can carry it back out (before: the
+    # prompt's events were lost, and the next reply killed the process)
+    await rpc.client.send(b'{"type":"prompt","message":"hi \\ud800 there","id":1}')
+    events = await rpc.client.until(is_type("agent_settled"))
+    ends = [e["message"] for e in events if e["type"] == "message_end"]
+    assert ends[0]["content"] == [{"type": "text", "text": "hi \ufffd there"}]
+    assert ends[-1]["stopReason"] == "stop"
+    state = await rpc.client.command({"type": "get_messages", "id": 2})
+    assert state["data"]["messages"][0] == ends[0]
+
+
+def test_a_text_utf8_cannot_carry_is_written_as_its_escape() -> None:
+    from pi_trio.cli._rpc import encode
+
+    assert encode({"text": "half \ud800 é"}) == b'{"text":"half \\ud800 \\u00e9"}'
+    assert encode({"text": "é"}) == '{"text":"é"}'.encode()
+
+
 async def test_end_of_input_lets_the_running_prompt_finish(autojump_clock: Any) -> None:
     client_stream, server_stream = trio.testing.memory_stream_pair()
     agent = agent_factory("faux", token_delay=0.01)()
