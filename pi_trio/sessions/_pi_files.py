@@ -42,7 +42,7 @@ from ._backend import (
 )
 from ._entries import Note, dumps, encode
 from ._holders import new_holder
-from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session
+from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session, refusal
 from ._recorder import model_json
 from ._repair import restore
 
@@ -60,8 +60,8 @@ async def import_pi_session(
     where = os.fspath(path)
     found = await trio.to_thread.run_sync(read_pi_session, where)
     if session_id is None:
-        session_id = found.header["id"]
-    if check_session_id(session_id) > MAX_NEW_ID_BYTES:
+        session_id = _header_id(found, where)
+    elif check_session_id(session_id) > MAX_NEW_ID_BYTES:
         raise long_id_error(session_id)
     rows = _rows(found)
     lease = await backend.acquire(session_id, new_holder(secrets.token_hex(4)))
@@ -101,6 +101,22 @@ async def _give_back(backend: SessionBackend, lease: Lease, *, delete: bool, fai
             "delete the empty session it created" if delete else "give it back",
             exception_line(exc),
         )
+
+
+def _header_id(found: PiSessionFile, where: str) -> str:
+    """The file's own session id, as the new session's, when a store keeps it."""
+    session_id: str = found.header["id"]
+    try:
+        if check_session_id(session_id) > MAX_NEW_ID_BYTES:
+            raise long_id_error(session_id)
+    except ValueError as exc:
+        raise refusal(
+            where,
+            1,
+            f"its session id cannot be a store's ({exc}): import it under "
+            "another id (session_id=..., or --id)",
+        ) from None
+    return session_id
 
 
 def _exists(backend: SessionBackend, session_id: str, path: str, held: str) -> SessionExistsError:

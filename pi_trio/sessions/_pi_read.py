@@ -30,7 +30,7 @@ from .._errors import PiSessionFileError, WireFormatError
 from ..messages import AgentMessage
 from ..wire import from_json
 
-__all__ = ["PI_SESSION_VERSION", "PiSessionFile", "read_pi_session"]
+__all__ = ["PI_SESSION_VERSION", "PiSessionFile", "read_pi_session", "refusal"]
 
 PI_SESSION_VERSION: Final = 3
 """The session file version pi 1.6 writes, and the one read and written here."""
@@ -80,11 +80,19 @@ def read_pi_session(path: str) -> PiSessionFile:
             one pi_trio reads; the error names the file and the line.
         OSError: the file cannot be read.
     """
-    # O_NONBLOCK: opening a FIFO must not wait for a writer (a regular file ignores it)
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (a regular file ignores it);
+    # the descriptor is checked before open() wraps it (which refuses a directory)
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    if not regular:  # a directory, a FIFO that would block, /dev/zero that never ends
+        os.close(descriptor)
+        raise refusal(path, None, "not a regular file")
+    with open(descriptor, "rb") as file:
         info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, /dev/zero never end
-            raise refusal(path, None, "not a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise refusal(
                 path, None, f"{info.st_size} bytes, more than the {MAX_FILE_BYTES} read at most"
@@ -203,7 +211,9 @@ def _settings(
         kind = entry["type"]
         if kind == "thinking_level_change":
             thinking_level = entry.get("thinkingLevel")  # type: ignore[assignment]
-            if thinking_level not in THINKING_LEVELS:
+            if thinking_level == "max":  # pi 1.6's level above xhigh: clamped, as pi clamps
+                thinking_level = "xhigh"
+            if not isinstance(thinking_level, str) or thinking_level not in THINKING_LEVELS:
                 raise _Refusal(line_of[entry["id"]], f"unknown thinking level {thinking_level!r}")
         elif kind == "model_change":
             model = (_text(entry, "provider", line_of), _text(entry, "modelId", line_of), None)
@@ -220,6 +230,15 @@ def _text(entry: Entry, key: str, line_of: dict[str, int]) -> str:
     if not isinstance(value, str):
         raise _Refusal(line_of[entry["id"]], f"{entry['type']} entry without a string {key!r}")
     return value
+
+
+def _target(edit: Entry, line_of: dict[str, int]) -> Any:
+    target = edit.get("targetId")
+    if target is not None and not isinstance(target, str):
+        raise _Refusal(
+            line_of[edit["id"]], f"context_edit whose targetId is {type(target).__name__}"
+        )
+    return target
 
 
 def _role(entry: Entry) -> Any:
@@ -241,7 +260,7 @@ def _context(branch: Sequence[Entry], line_of: dict[str, int]) -> list[tuple[Ent
             *(e for e in kept if not (e["type"] == "message" and _role(e) == "system")),
             *branch[at + 1 :],
         ]
-    edits = {e.get("targetId"): e for e in entries if e["type"] == "context_edit"}
+    edits = {_target(e, line_of): e for e in entries if e["type"] == "context_edit"}
     context: list[tuple[Entry, Any]] = []
     for index, entry in enumerate(entries):
         if entry["type"] == "compaction" and index > 0:

@@ -199,6 +199,19 @@ def _broken(tmp_path: Path, how: str) -> tuple[Path, int]:
         entry = json.loads(lines[3])
         entry["id"] = json.loads(lines[2])["id"]
         lines[3], line = json.dumps(entry), 4
+    elif how in ("edit target a list", "thinking level a list"):
+        last = json.loads(lines[-1])
+        entry = {"id": "added", "parentId": last["id"], "timestamp": last["timestamp"]}
+        if how == "edit target a list":
+            entry |= {"type": "context_edit", "targetId": [last["id"]]}
+        else:
+            entry |= {"type": "thinking_level_change", "thinkingLevel": ["high"]}
+        lines.append(json.dumps(entry))
+        line = len(lines)
+    elif how == "header id with NUL":
+        header = json.loads(lines[0])
+        header["id"] = "a\x00b"
+        lines[0], line = json.dumps(header), 1
     elif how == "unreadable message":
         entry = json.loads(lines[-1])
         entry["message"]["role"] = "hologram"
@@ -220,6 +233,9 @@ def _broken(tmp_path: Path, how: str) -> tuple[Path, int]:
         ("missing parent", "is not in the file"),
         ("duplicate id", "a second entry with the id"),
         ("unreadable message", "a message pi_trio cannot read"),
+        ("edit target a list", "context_edit whose targetId is list"),  # before: TypeError
+        ("thinking level a list", "unknown thinking level ['high']"),  # before: TypeError
+        ("header id with NUL", "its session id cannot be a store's"),  # before: ValueError
     ],
 )
 async def test_a_bad_file_is_refused_naming_its_line_and_nothing_is_imported(
@@ -234,6 +250,19 @@ async def test_a_bad_file_is_refused_naming_its_line_and_nothing_is_imported(
     assert (error.path, error.line) == (str(path), line)
     assert f"{path}, line {line}: " in str(error) and says in str(error)
     assert str(error).endswith("nothing was imported")
+
+
+async def test_pi_16s_max_thinking_level_is_clamped_to_xhigh(tmp_path: Path) -> None:
+    lines = _lines(RECORDED)
+    last = json.loads(lines[-1])
+    change = {"type": "thinking_level_change", "thinkingLevel": "max"}
+    change |= {"id": "added", "parentId": last["id"], "timestamp": last["timestamp"]}
+    path = tmp_path / "max.jsonl"
+    path.write_text("\n".join([*lines, json.dumps(change)]) + "\n")
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        session_id = await store.import_pi_session(path)
+        async with store.open_agent(session_id) as agent:
+            assert agent.state.thinking_level == "xhigh"  # pi clamps to the highest it has
 
 
 async def test_an_empty_file_and_a_missing_one(tmp_path: Path) -> None:
@@ -370,6 +399,11 @@ async def test_an_import_refuses_what_is_not_a_regular_file_or_nests_too_deeply(
     async with pt.open_session_store(tmp_path / "agents.db") as store:
         with pytest.raises(pt.PiSessionFileError, match="fifo: not a regular file"):
             await store.import_pi_session(fifo)
+        descriptors = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):  # before: "Is a directory: 14", and the descriptor left open
+            with pytest.raises(pt.PiSessionFileError, match=f"{tmp_path}: not a regular file"):
+                await store.import_pi_session(tmp_path)
+        assert len(os.listdir("/proc/self/fd")) == descriptors
         with pytest.raises(pt.PiSessionFileError, match="line 2: JSON nested too deeply"):
             await store.import_pi_session(deep)
         assert await store.list_sessions() == []
