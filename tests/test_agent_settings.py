@@ -7,6 +7,7 @@ import copy
 import inspect
 import re
 from typing import Any
+from unittest import mock
 
 import attrs
 import pytest
@@ -200,9 +201,11 @@ def test_an_option_set_before_init_says_so() -> None:
 
 def test_a_misspelt_option_is_an_error_not_an_attribute_no_run_reads() -> None:
     agent = make_agent([])
-    with pytest.raises(AttributeError, match="'Agent' object has no attribute 'max_turn'"):
+    with pytest.raises(AttributeError, match="no option or attribute 'max_turn': did you mean"):
         agent.max_turn = 1  # type: ignore[attr-defined]
-    assert agent.max_turns is None
+    assert agent.max_turns is None and "max_turn" not in vars(agent)
+    with mock.patch.object(agent, "prompt", new=mock.AsyncMock()):  # what tests of apps do
+        assert isinstance(agent.prompt, mock.AsyncMock)
 
     class Mine(pt.Agent):  # an application's subclass may keep its own attributes
         pass

@@ -77,19 +77,6 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         ValueError: an option out of range; the message names it and what it takes.
     """
 
-    # no instance dict: a misspelt option (``agent.max_turn = 1``) is an AttributeError that
-    # suggests the right name, not an attribute no run reads (a subclass may add a dict)
-    __slots__ = (
-        "__weakref__",
-        "_delivery",
-        "_idle",
-        "_outer_nurseries",
-        "_queues",
-        "_run_task",
-        "_scope",
-        "_state",
-    )
-
     def __init__(
         self,
         initial_state: AgentState | None = None,

@@ -43,8 +43,6 @@ class DecisionRecorder(Recorder, Protocol):
 class Approvals:
     """``approve`` and ``deny`` of :class:`pt.Agent` (its state and recorder)."""
 
-    __slots__ = ()
-
     @property
     def state(self) -> AgentState:
         raise NotImplementedError

@@ -7,8 +7,9 @@ replaces it with that field changed, so a bad value raises where it is set.
 
 from __future__ import annotations
 
+import difflib
 import operator
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from .._errors import AgentBusyError
 from ..compaction import Compaction
@@ -73,13 +74,16 @@ class AgentOptions:
     """The options of an agent (``pt.Agent`` is one): the :attr:`settings` record, each of its
     fields an attribute, and the recorder, changed on its own, between runs."""
 
-    __slots__ = ("_settings",)
     _settings: AgentSettings
+    _closed: ClassVar[bool] = False
+    """pi_trio's own classes take no attribute they do not define (an application's subclass
+    may keep its own): a misspelt option would be an attribute no run reads."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass may not hide an option under a class attribute or method of its name:
         runs read ``settings``, so it would be ignored (and assignments with it)."""
         super().__init_subclass__(**kwargs)
+        cls._closed = cls.__module__.startswith("pi_trio.")
         hidden = sorted(name for name in SETTING_NAMES if name in cls.__dict__)
         if hidden:
             raise TypeError(
@@ -87,6 +91,17 @@ class AgentOptions:
                 f"runs would not see it. Pass it to Agent.__init__ (super().__init__(..., "
                 f"{hidden[0]}=...)) or assign it after that"
             )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a name ``pt.Agent`` does not define (``agent.max_turn = 1``), saying which
+        one was meant; methods and options may still be replaced (``mock.patch.object``)."""
+        if name[0] == "_" or not self._closed or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+            return
+        public = [key for key in dir(type(self)) if not key.startswith("_")]
+        close = difflib.get_close_matches(name, public, n=1)
+        hint = f": did you mean {close[0]!r}?" if close else " (its options: pt.AgentSettings)"
+        raise AttributeError(f"pt.Agent has no option or attribute {name!r}{hint}")
 
     @property
     def settings(self) -> AgentSettings:

@@ -13,7 +13,6 @@ __all__ = ["QueueMethods"]
 class QueueMethods:
     """``steer``, ``follow_up`` and the queue edits of :class:`pt.Agent` (its two queues)."""
 
-    __slots__ = ()
     _queues: Queues
 
     def steer(self, message: AgentMessage | str) -> QueuedMessage:
