@@ -327,15 +327,3 @@ async def test_the_run_s_api_key_never_goes_to_another_provider_s_summary_model(
         )
         assert await agent.compact() is not None
         assert scripted.calls[-1].options.api_key == expected  # its own provider's: kept
-
-
-async def test_a_reserve_that_fills_the_window_is_refused_before_the_run() -> None:
-    # it would compact before every request: pi's threshold goes below zero
-    agent, _ = agent_over(ReadingModel(turns=1), compaction=pt.Compaction(reserve_tokens=WINDOW))
-    for start in (lambda: agent.prompt("read the files"), agent.continue_):
-        with pytest.raises(ValueError, match=r"reserve_tokens \(4,000\) leaves no room in the"):
-            await start()
-    assert agent.state.messages == []
-    agent.compaction = attrs.evolve(SETTINGS, reserve_tokens=WINDOW - 1)
-    await agent.prompt("read the files")
-    assert agent.state.error_message is None

@@ -258,9 +258,8 @@ class Agent(AgentOptions, QueueMethods, Approvals):
                 texts...), ``images`` holds something that is not a ``pt.ImageContent``, or
                 the agent's recorder refuses a message (a durable session, one of a type its
                 log could not give back); nothing was changed.
-            ValueError: ``images`` given with a message instead of a text; no model set
-                (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``; or
-                a ``compaction`` whose ``reserve_tokens`` fills the model's context window.
+            ValueError: ``images`` given with a message instead of a text; or no model set
+                (``state.model`` is still :data:`pt.DEFAULT_MODEL`) and no ``stream_fn``.
             ContinueError: tool calls wait for a decision (``state.pending_approvals``):
                 decide them and ``continue_()`` first.
             KeyboardInterrupt: a Ctrl-C (or a tool raising it) during the run, after the run
@@ -290,8 +289,7 @@ class Agent(AgentOptions, QueueMethods, Approvals):
 
         Raises:
             AgentBusyError: a run is active.
-            ValueError: no model set and no ``stream_fn``, or a compaction reserve that
-                fills the model's window (as in :meth:`prompt`).
+            ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: nothing to continue from (an empty transcript, or an assistant tail
                 with nothing queued; pi's texts), or tool calls still wait for a decision.
             TypeError: the transcript's last message is not a message (a value appended to
@@ -356,24 +354,13 @@ class Agent(AgentOptions, QueueMethods, Approvals):
             await self._end_run()
 
     def _check_model(self) -> None:
-        """Refuse to run on pi's placeholder model with the default ``stream_fn``, or with a
-        compaction reserve that fills the model's window (it would compact before every
-        request).
+        """Refuse to run on pi's placeholder model with the default ``stream_fn``.
 
         With a custom ``stream_fn`` the placeholder is allowed (pi allows it: that function
         may not look at the model at all).
         """
-        model = self._state.model
-        if self.stream_fn is None and model == DEFAULT_MODEL:
+        if self.stream_fn is None and self._state.model == DEFAULT_MODEL:
             raise ValueError(NO_MODEL)
-        compaction = self._settings.compaction
-        if compaction is not None and 0 < model.context_window <= compaction.reserve_tokens:
-            raise ValueError(
-                f"compaction reserve_tokens ({compaction.reserve_tokens:,}) leaves no room in "
-                f"the context window of {model.provider}/{model.id} ({model.context_window:,} "
-                "tokens): every request would be compacted first; reserve less (pi's default "
-                "is 16,384)"
-            )
 
     def abort(self, *, clear_queues: bool = False) -> None:
         """Abort the active run, if any (idempotent; does nothing while idle).
