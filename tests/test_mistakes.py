@@ -212,3 +212,25 @@ def test_a_subagent_factory_that_cannot_make_an_agent_is_refused_at_once() -> No
         with pytest.raises(TypeError, match="agent_factory must be a plain function returning"):
             subagent_tool("helper", "does things", factory)  # type: ignore[arg-type]
     subagent_tool("helper", "does things", lambda call_id, params: pt.Agent())  # fine
+
+
+def test_a_wrapper_hiding_an_async_function_or_a_generator_is_caught() -> None:
+    import functools
+
+    async def add(x: int) -> int:
+        return x + 1
+
+    @functools.wraps(add)
+    def hidden(*args: Any, **kwargs: Any) -> Any:  # looks sync: returns add's coroutine
+        return add(*args, **kwargs)
+
+    tool = pt.tool(hidden)
+    with pytest.raises(TypeError, match="the tool returned a coroutine"):  # before: its repr
+        tool.execute("c1", tool.validate({"x": 1}), None)  # type: ignore[arg-type]
+
+    class Rows:
+        def __call__(self, call_id: str, params: Any, on_update: Any) -> Any:
+            yield "partial"
+
+    with pytest.raises(TypeError, match="execute must be a function"):
+        pt.AgentTool("rows", "rows", "rows", {"type": "object"}, Rows())

@@ -38,7 +38,8 @@ def is_generator_function(fn: Any) -> bool:
     async generator function: a tool of one would run without producing a result."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    return inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ generates
+    return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in (fn, call))
 
 
 @attrs.frozen

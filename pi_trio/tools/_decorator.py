@@ -190,7 +190,7 @@ def result_from_value(value: Any) -> ToolResult:
     Raises:
         TypeError: a thinking block or a tool call, alone or in a list, or a list mixing
             content blocks with other values: not a tool result's content (the model would
-            see the repr, or the private fields, of each block).
+            see the repr, or the private fields, of each block); or a coroutine.
     """
     if isinstance(value, ToolResult):
         return value
@@ -205,6 +205,12 @@ def result_from_value(value: Any) -> ToolResult:
             if not isinstance(item, TextContent | ImageContent):
                 raise TypeError(_NOT_CONTENT.format(f"a list holding a {type(item).__name__}"))
         return ToolResult(list(value))
+    if inspect.iscoroutine(value):  # a sync-looking wrapper around an async function
+        value.close()
+        raise TypeError(
+            "the tool returned a coroutine: its function is async behind a wrapper that hides "
+            "it; decorate the async function itself (or a functools.partial of it)"
+        )
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
 
