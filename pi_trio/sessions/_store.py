@@ -19,12 +19,7 @@ import attrs
 import trio
 
 from .._callbacks import exception_line
-from .._errors import (
-    SessionBusyError,
-    SessionLogError,
-    SessionNotFoundError,
-    SessionStoreError,
-)
+from .._errors import SessionBusyError, SessionLogError, SessionNotFoundError, SessionStoreError
 from .._groups import plain_exception
 from .._logging import sessions_logger
 from ..agent import Agent, AgentState
@@ -183,7 +178,7 @@ class SessionStore:
         :class:`pt.SessionBusyError`, with nothing more written.
 
         Args:
-            session_id: the session's id (any string).
+            session_id: the session's id: text without NUL (a new one's at most 1,024 bytes).
             initial_state: the new session's state; for an existing one, its tools (and model
                 object).
             wait: when another holder has the session, wait for it instead of raising.
@@ -198,6 +193,7 @@ class SessionStore:
                 taken over); an exception the block itself raised comes out instead.
             pt.SessionLogError: the log cannot be read; nothing is changed.
             pt.SessionNotFoundError: ``create=False`` and no session has that id.
+            ValueError: an id no store keeps (see ``session_id``).
 
         Cancellation while opening gives the session back; a commit in flight completes first.
         """
