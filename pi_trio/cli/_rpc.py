@@ -41,6 +41,7 @@ from ._rpc_commands import (
     UNSUPPORTED,
     CommandError,
     PiCommands,
+    check_calls_answered,
     images_field,
     message_field,
     queue_texts,
@@ -352,7 +353,9 @@ class RpcSession(PiCommands):
         if raw is None:
             raise CommandError("message: required (a string, a message object or a list)")
         if not isinstance(raw, list):
-            return message_field(raw, "message")
+            message = message_field(raw, "message")
+            check_calls_answered([message], "message")
+            return message
         if not raw:
             raise CommandError("message: an empty list; send at least one message")
         prompt: list[AgentMessage] = []
@@ -360,6 +363,7 @@ class RpcSession(PiCommands):
             if not isinstance(item, dict):
                 raise CommandError(f"message[{i}]: expected a message object")
             prompt.append(message_field(item, f"message[{i}]"))  # type: ignore[arg-type]
+        check_calls_answered(prompt, "message")
         return prompt
 
     async def _run(

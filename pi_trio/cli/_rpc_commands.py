@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from .._errors import WireFormatError
 from ..agent import Agent
 from ..compaction import Compaction
-from ..messages import AgentMessage, ImageContent, TextContent, UserMessage
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from ..models import Model, get_env_api_key, list_models
 from ..wire import from_json, to_json
 from ._rpc_sessions import (
@@ -28,7 +36,14 @@ from ._rpc_sessions import (
     session_stats,
 )
 
-__all__ = ["UNSUPPORTED", "CommandError", "PiCommands", "queue_texts", "text_of"]
+__all__ = [
+    "UNSUPPORTED",
+    "CommandError",
+    "PiCommands",
+    "check_calls_answered",
+    "queue_texts",
+    "text_of",
+]
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 """pi 1.6's thinking levels, in order."""
@@ -87,6 +102,31 @@ def message_field(value: Any, field: str) -> str | AgentMessage:
             raise CommandError(f"{field}: {exc}") from None
         return message
     raise CommandError(f"{field}: expected a string or a message object")
+
+
+def check_calls_answered(messages: Sequence[str | AgentMessage], field: str) -> None:
+    """Refuse messages that would leave the transcript with a tool call and no result, or a
+    result of no call: every later request to a provider would be refused.
+
+    Raises:
+        CommandError: naming the call or the result.
+    """
+    pending: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            pending = {b.id for b in message.content if isinstance(b, ToolCall)}
+        elif isinstance(message, ToolResultMessage):
+            if message.tool_call_id not in pending:
+                raise CommandError(
+                    f"{field}: a toolResult for {message.tool_call_id!r}, which no assistant "
+                    "message before it in this command calls"
+                )
+            pending.discard(message.tool_call_id)
+    if pending:
+        raise CommandError(
+            f"{field}: tool calls without a result ({', '.join(sorted(pending))}); send each "
+            "call's toolResult after its assistant message"
+        )
 
 
 def images_field(raw: Any) -> list[ImageContent] | None:
@@ -203,6 +243,7 @@ class PiCommands:
 
     async def queue(self, command: dict[str, Any], kind: Literal["steer", "follow_up"]) -> Any:
         message = message_field(command.get("message"), "message")
+        check_calls_answered([message], "message")
         queued = with_images(message, images_field(command.get("images")))
         if kind == "steer":
             self.agent.steer(queued)

@@ -195,6 +195,22 @@ async def test_a_second_prompt_while_busy_needs_a_streaming_behavior(
             "prompt",
             "streamingBehavior: expected steer or followUp, got 'now'",
         ),
+        (  # a call no result answers: every later request would be refused by a provider
+            b'{"type": "prompt", "id": 17, "message": [{"role": "assistant", "content": [{"type":'
+            b' "toolCall", "id": "c1", "name": "read", "arguments": {}}], "api": "faux", '
+            b'"provider": "faux", "model": "m", "usage": {}, "stopReason": "toolUse", '
+            b'"timestamp": 0}]}',
+            17,
+            "prompt",
+            "message: tool calls without a result (c1)",
+        ),
+        (
+            b'{"type": "steer", "id": 18, "message": {"role": "toolResult", "toolCallId": "c9", '
+            b'"toolName": "read", "content": [], "isError": false, "timestamp": 0}}',
+            18,
+            "steer",
+            "message: a toolResult for 'c9', which no assistant message before it",
+        ),
     ],
 )
 async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
@@ -232,6 +248,23 @@ def test_a_text_utf8_cannot_carry_is_written_as_its_escape() -> None:
 
     assert encode({"text": "half \ud800 é"}) == b'{"text":"half \\ud800 \\u00e9"}'
     assert encode({"text": "é"}) == '{"text":"é"}'.encode()
+
+
+async def test_a_prompt_may_bring_tool_calls_with_their_results(
+    rpc: Harness, autojump_clock: Any
+) -> None:
+    call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {}}
+    turn = {"api": "faux", "provider": "faux", "model": "m", "usage": {}, "timestamp": 0}
+    history = [
+        {"role": "user", "content": "read it", "timestamp": 0},
+        {"role": "assistant", "content": [call], "stopReason": "toolUse", **turn},
+        {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "isError": False}
+        | {"content": [{"type": "text", "text": "the file"}], "timestamp": 0},
+    ]
+    reply = await rpc.client.command({"type": "prompt", "message": history, "id": 1})
+    assert reply["success"], reply
+    events = await rpc.client.until(is_type("agent_settled"))
+    assert [m["role"] for m in events[-2]["messages"]][:3] == ["user", "assistant", "toolResult"]
 
 
 async def test_end_of_input_lets_the_running_prompt_finish(autojump_clock: Any) -> None:
