@@ -38,6 +38,7 @@ from ..messages import AgentMessage
 from ..wire import to_json
 from ._lines import LineTooLongError, LineTransport, StdioLines, StreamLines
 from ._rpc_commands import (
+    NULL_DATA,
     UNSUPPORTED,
     CommandError,
     PiCommands,
@@ -271,6 +272,8 @@ class RpcSession(PiCommands):
         reply.update(type="response", command=command, success=error is None)
         if error is not None:
             reply["error"] = error
+        elif data is NULL_DATA:
+            reply["data"] = None
         elif data is not None:
             reply["data"] = data
         try:

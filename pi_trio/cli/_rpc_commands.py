@@ -37,6 +37,7 @@ from ._rpc_sessions import (
 )
 
 __all__ = [
+    "NULL_DATA",
     "UNSUPPORTED",
     "CommandError",
     "PiCommands",
@@ -44,6 +45,10 @@ __all__ = [
     "queue_texts",
     "text_of",
 ]
+
+NULL_DATA: Any = object()
+"""A handler's answer for a response whose ``data`` is ``null`` (pi writes it for a cycle with
+nothing to cycle to); None leaves ``data`` out."""
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 """pi 1.6's thinking levels, in order."""
@@ -330,7 +335,7 @@ class PiCommands:
     async def cycle_model(self, command: dict[str, Any]) -> Any:
         models = self.available_models()
         if len(models) < 2:
-            return None
+            return NULL_DATA
         self.use_model(models[(models.index(self.agent.state.model) + 1) % len(models)])
         state = self.agent.state
         model = to_json(state.model)
@@ -351,7 +356,7 @@ class PiCommands:
 
     async def cycle_thinking_level(self, command: dict[str, Any]) -> Any:
         if not self.agent.state.model.reasoning:
-            return None
+            return NULL_DATA
         levels = thinking_levels(self.agent.state.model)
         current = self.agent.state.thinking_level
         index = levels.index(current) if current in levels else -1

@@ -168,7 +168,8 @@ async def test_models_of_the_registry_with_their_keys(
 
 async def test_a_model_without_reasoning_has_only_off(client: JsonLinesClient) -> None:
     assert await _ok(client, {"type": "get_available_thinking_levels"}) == {"levels": ["off"]}
-    assert await _ok(client, {"type": "cycle_thinking_level"}) is None
+    reply = await client.command({"type": "cycle_thinking_level", "id": "c"})
+    assert reply["success"] and "data" in reply and reply["data"] is None, reply  # as pi
     assert await _ok(client, {"type": "set_thinking_level", "level": "high"}) is None
     assert (await _ok(client, {"type": "get_state"}))["thinkingLevel"] == "off"
     assert not any(item["type"] == "thinking_level_changed" for item in client.seen)
