@@ -381,6 +381,11 @@ class RpcSession(PiCommands):
                         await self.agent.continue_()
             except PiError as exc:
                 await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
+        except trio.Cancelled:  # the command itself ends (Ctrl-C, a server closing)
+            with trio.move_on_after(_ERROR_LINE_SECONDS, shield=True):  # clients wait for it
+                await self.send({"type": "agent_settled", "aborted": True})
+            raise
+        else:
             await self.send({"type": "agent_settled", "aborted": self._abort_requested})
         finally:
             done.set()

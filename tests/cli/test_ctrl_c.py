@@ -65,8 +65,9 @@ def test_rpc_mid_run_aborts_the_run_first() -> None:
         proc.close()
     assert_one_line(proc, code)
     events = proc.json_lines()
-    assert events[-1]["type"] == "agent_end"
-    assert events[-1]["messages"][-1]["stopReason"] == "aborted"
+    assert events[-2]["type"] == "agent_end"
+    assert events[-2]["messages"][-1]["stopReason"] == "aborted"
+    assert events[-1] == {"type": "agent_settled", "aborted": True}  # what a client waits for
 
 
 def test_serve() -> None:
@@ -93,8 +94,9 @@ def test_serve_mid_run_aborts_each_connection_run_first() -> None:
                 break
         lines += [json.loads(line) for line in stream]  # until the server closes it
     assert_one_line(proc, proc.close(), after_log=True)  # "connection from ..." comes first
-    assert lines[-1]["type"] == "agent_end"
-    assert lines[-1]["messages"][-1]["stopReason"] == "aborted"
+    assert lines[-2]["type"] == "agent_end"
+    assert lines[-2]["messages"][-1]["stopReason"] == "aborted"
+    assert lines[-1] == {"type": "agent_settled", "aborted": True}
 
 
 def test_proxy() -> None:
