@@ -58,12 +58,12 @@ async def import_pi_session(
 ) -> str:
     """See :meth:`pt.SessionStore.import_pi_session`."""
     where = os.fspath(path)
-    found = await trio.to_thread.run_sync(read_pi_session, where)
+    if session_id is not None and check_session_id(session_id) > MAX_NEW_ID_BYTES:
+        raise long_id_error(session_id)
+    # read and encoded in a worker thread: a big file's encoding would stall the event loop
+    found, rows = await trio.to_thread.run_sync(_read_rows, where)
     if session_id is None:
         session_id = _header_id(found, where)
-    elif check_session_id(session_id) > MAX_NEW_ID_BYTES:
-        raise long_id_error(session_id)
-    rows = _rows(found)
     lease = await backend.acquire(session_id, new_holder(secrets.token_hex(4)))
     if isinstance(lease, str):
         raise _exists(backend, session_id, where, f" (and open, held by {lease})")
@@ -126,6 +126,11 @@ def _exists(backend: SessionBackend, session_id: str, path: str, held: str) -> S
         "was imported",
         session_id=session_id,
     )
+
+
+def _read_rows(path: str) -> tuple[PiSessionFile, list[Row]]:
+    found = read_pi_session(path)
+    return found, _rows(found)
 
 
 def _rows(found: PiSessionFile) -> list[Row]:

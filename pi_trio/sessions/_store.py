@@ -107,9 +107,9 @@ class SessionStore:
         The transcript is exactly the context pi's ``buildSessionContext`` derives from the
         file (its last entry's branch; compaction and branch summaries, extensions' messages
         and context edits honoured); the branch's model and thinking level are kept. The file
-        is read in a worker thread; the log is written in one transaction. Cancellation: while
-        the file is read, the read completes and nothing is written; after that, the session
-        is either whole or not there.
+        is read and encoded in a worker thread; the log is written in one transaction.
+        Cancellation: while the file is read, the read completes and nothing is written; after
+        that, the session is either whole or not there.
 
         Args:
             path: a pi-coding-agent session file (JSONL, version 3).
