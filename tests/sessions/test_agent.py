@@ -283,42 +283,54 @@ async def test_repair_after_a_crash_mid_batch(tmp_path: Path) -> None:
     assert pt.repair_transcript(agent.state.messages) == agent.state.messages
 
 
+class _SafeCall:
+    """An ``ensure`` tool (replay="safe") that answers ``answers`` in turn; its first run
+    snapshots ``path`` to ``crashed`` while it runs, as a SIGKILL then would leave the file."""
+
+    def __init__(self, tmp_path: Path, answers: list[Any]) -> None:
+        self.path, self.crashed = tmp_path / "a.db", tmp_path / "crashed.db"
+        self.answers = answers
+        self.runs: list[str] = []
+        self.tools = [make_tool("ensure", self.ensure, replay="safe")]
+
+    async def ensure(self, call_id: str, params: Any, on_update: Any) -> Any:
+        self.runs.append(call_id)
+        if len(self.runs) == 1:
+            snapshot(self.path, self.crashed)
+        return self.answers[len(self.runs) - 1]
+
+    async def resumed(self) -> Any:
+        """The call run once, then the snapshot resumed (its holder dead): the call's result
+        message as resume repaired it."""
+        scripted = faux.FauxModel([calls("ensure"), faux.assistant_message("ok")])
+        state = _state(scripted, *self.tools)
+        async with (
+            pt.open_session_store(self.path) as store,
+            store.open_agent("s", initial_state=state, stream_fn=scripted) as a,
+        ):
+            await a.prompt("go")
+        db = sqlite3.connect(self.crashed)
+        db.execute("UPDATE pi_trio_sessions SET holder_pid = 999999999")
+        db.commit()
+        db.close()
+        return await self.reopened()
+
+    async def reopened(self) -> Any:
+        async with (
+            pt.open_session_store(self.crashed) as store,
+            store.open_agent("s", initial_state=pt.AgentState(tools=self.tools)) as a,
+        ):
+            return a.state.messages[-2]
+
+
 async def test_a_safe_tool_is_re_run_on_resume(tmp_path: Path) -> None:
-    path, crashed = tmp_path / "a.db", tmp_path / "crashed.db"
-    effects: list[str] = []
-
-    async def ensure(call_id: str, params: Any, on_update: Any) -> str:
-        effects.append(call_id)
-        if len(effects) == 1:
-            snapshot(path, crashed)
-        return f"ensured {call_id}"
-
-    tools = [make_tool("ensure", ensure, replay="safe")]
-    scripted = faux.FauxModel([calls("ensure"), faux.assistant_message("ok")])
-    async with (
-        pt.open_session_store(path) as store,
-        store.open_agent("s", initial_state=_state(scripted, *tools), stream_fn=scripted) as a,
-    ):
-        await a.prompt("go")
-    db = sqlite3.connect(crashed)
-    db.execute("UPDATE pi_trio_sessions SET holder_pid = 999999999")
-    db.commit()
-    db.close()
-    async with (
-        pt.open_session_store(crashed) as store,
-        store.open_agent("s", initial_state=pt.AgentState(tools=tools)) as a,
-    ):
-        result = a.state.messages[-2]
-    assert effects == ["c0", "c0"]  # re-run on resume
+    call = _SafeCall(tmp_path, ["ensured c0", "ensured c0"])
+    result = await call.resumed()
+    assert call.runs == ["c0", "c0"]  # re-run on resume
     assert isinstance(result, pt.ToolResultMessage) and not result.is_error
     assert result.content == [pt.TextContent("ensured c0")]
-    # repaired once, durably
-    async with (
-        pt.open_session_store(crashed) as store,
-        store.open_agent("s", initial_state=pt.AgentState(tools=tools)) as a,
-    ):
-        assert a.state.messages[-2] == result
-    assert effects == ["c0", "c0"]
+    assert await call.reopened() == result  # repaired once, durably
+    assert call.runs == ["c0", "c0"]
 
 
 async def test_model_headers_are_never_stored(store_url: str) -> None:
@@ -472,33 +484,9 @@ async def test_removed_and_replaced_queue_items_come_back_as_edited(store_url: s
 async def test_a_safe_tool_re_run_on_resume_has_its_result_checked_as_in_a_run(
     tmp_path: Path, second: Any, expected: list[pt.TextContent], is_error: bool
 ) -> None:
-    path, crashed = tmp_path / "a.db", tmp_path / "crashed.db"
-    runs: list[str] = []
-
-    async def ensure(call_id: str, params: Any, on_update: Any) -> Any:
-        runs.append(call_id)
-        if len(runs) == 1:
-            snapshot(path, crashed)
-            return "ensured"
-        return second
-
-    tools = [make_tool("ensure", ensure, replay="safe")]
-    scripted = faux.FauxModel([calls("ensure"), faux.assistant_message("ok")])
-    async with (
-        pt.open_session_store(path) as store,
-        store.open_agent("s", initial_state=_state(scripted, *tools), stream_fn=scripted) as a,
-    ):
-        await a.prompt("go")
-    db = sqlite3.connect(crashed)
-    db.execute("UPDATE pi_trio_sessions SET holder_pid = 999999999")
-    db.commit()
-    db.close()
-    async with (
-        pt.open_session_store(crashed) as store,
-        store.open_agent("s", initial_state=pt.AgentState(tools=tools)) as a,
-    ):
-        result = a.state.messages[-2]
-    assert runs == ["c0", "c0"]
+    call = _SafeCall(tmp_path, ["ensured", second])
+    result = await call.resumed()
+    assert call.runs == ["c0", "c0"]
     assert isinstance(result, pt.ToolResultMessage)
     assert (result.content, result.is_error) == (expected, is_error)
 
