@@ -323,11 +323,13 @@ class SessionStore:
             recorder.close()
             self._open.pop(session_id, None)
             # a session whose calls wait for a person has nothing a worker could do yet; one
-            # whose calls are all decided and not yet run has (a worker continues it)
+            # whose calls are all decided and not yet run has (a worker continues it); one the
+            # store failed stays pending (its next holder closes what that failure cut short)
             state = agent.state
             idle = bool(state.pending_approvals) or not (
                 agent.has_queued_messages() or state.awaiting_approval
             )
+            idle = idle and not isinstance(ending, SessionStoreError)
             # input this holder moved in after its claim is new: not given up on with the rest
             moved_new = max(recorder.inbox_seen, default=0) > lease.inbox_seen
             give_up = set_aside and _failed_here(ending) and not moved_new

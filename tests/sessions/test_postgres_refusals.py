@@ -88,3 +88,43 @@ async def test_rows_the_server_cannot_take_are_a_log_error_and_set_the_session_a
             await store.enqueue("s2", "hello")
     assert not isinstance(caught.value, pt.SessionStoreError)
     assert caught.value.problem == "UntranslatableCharacter" and caught.value.session_id == "s2"
+
+
+async def test_a_store_failing_a_runs_commit_leaves_the_session_pending(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The answer's commit is refused (a read-only server) after the prompt's went in: the
+    worker says the session stays pending, and it does (before: released idle, the prompt
+    left unanswered and the run open in the log); once the store takes writes again the next
+    claim closes the cut-short run in pi's aborted shape."""
+    caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
+    raw = Raw("postgresql", postgres_url)
+    async with pt.open_session_store(postgres_url) as store:
+        await store.enqueue("s1", "hello")
+        raw(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.kind = 'message' AND position('done' IN NEW.data::text) > 0 THEN "
+            "RAISE EXCEPTION 'read-only' USING ERRCODE = '25006'; END IF; RETURN NEW; END $$"
+        )
+        raw(
+            "CREATE TRIGGER refuse BEFORE INSERT ON pi_trio_entries FOR EACH ROW "
+            "EXECUTE FUNCTION refuse()"
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: pt.serve_sessions(
+                store, answering_options("done"), poll_interval=0.2
+            ))  # fmt: skip
+            said = "it stays pending, to be claimed again"
+            await until(lambda: [r for r in caplog.records if said in r.getMessage()])
+            await until(lambda: raw("SELECT holder FROM pi_trio_sessions") == [(None,)])
+            assert raw("SELECT pending FROM pi_trio_sessions") == [(True,)]  # as it says
+            raw("DROP TRIGGER refuse ON pi_trio_entries")
+            await until(lambda: raw(IDLE) == [(True,)])
+            nursery.cancel_scope.cancel()
+        entries = await store.load("s1")
+    messages = [e.data for e in entries if e.kind == "message"]
+    assert [(m["role"], m.get("stopReason")) for m in messages] == [
+        ("user", None),
+        ("assistant", "aborted"),
+    ]
+    assert entries[-1].kind == "run_end" and entries[-1].data["repaired"] is True
