@@ -40,29 +40,6 @@ async def test_a_new_store_is_made_and_reopens(store_url: str, raw: Raw) -> None
         assert await store.list_sessions() == []
 
 
-async def test_a_file_whose_log_table_has_no_rowid_still_works(tmp_path: Path) -> None:
-    # the log table's layout before it became a rowid table: same columns, same key
-    path = tmp_path / "older.db"
-    async with pt.open_session_store(path):
-        pass
-    raw = Raw("sqlite", str(path))
-    raw("DROP TABLE pi_trio_entries")
-    raw(
-        "CREATE TABLE pi_trio_entries (session_id TEXT NOT NULL, seq INTEGER NOT NULL, kind "
-        "TEXT NOT NULL, data TEXT NOT NULL, time INTEGER NOT NULL, epoch INTEGER NOT NULL, "
-        "version INTEGER NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
-    )
-    async with pt.open_session_store(path) as store:
-        for round_ in range(2):
-            async with store.open_agent("s", **answering_options(f"answer {round_}")) as agent:
-                await agent.prompt(f"question {round_}")
-        [info] = await store.list_sessions()
-        entries = await store.load("s")
-    assert info.entries == len(entries) and info.updated == entries[-1].time
-    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
-    assert raw("SELECT count(*) FROM pi_trio_entries") == [(len(entries),)]
-
-
 async def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("just some notes, not a database at all" * 100)
