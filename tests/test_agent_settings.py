@@ -204,6 +204,8 @@ def test_a_misspelt_option_is_an_error_not_an_attribute_no_run_reads() -> None:
     with pytest.raises(AttributeError, match="no option or attribute 'max_turn': did you mean"):
         agent.max_turn = 1  # type: ignore[attr-defined]
     assert agent.max_turns is None and "max_turn" not in vars(agent)
+    with pytest.raises(AttributeError, match="no option or attribute ''"):
+        setattr(agent, "", 1)  # (not an IndexError)
     with mock.patch.object(agent, "prompt", new=mock.AsyncMock()):  # what tests of apps do
         assert isinstance(agent.prompt, mock.AsyncMock)
 

@@ -224,9 +224,17 @@ def test_a_wrapper_hiding_an_async_function_or_a_generator_is_caught() -> None:
     def hidden(*args: Any, **kwargs: Any) -> Any:  # looks sync: returns add's coroutine
         return add(*args, **kwargs)
 
-    tool = pt.tool(hidden)
-    with pytest.raises(TypeError, match="the tool returned a coroutine"):  # before: its repr
-        tool.execute("c1", tool.validate({"x": 1}), None)  # type: ignore[arg-type]
+    def rows(x: int) -> Any:
+        yield x
+
+    @functools.wraps(rows)
+    def hidden_rows(*args: Any, **kwargs: Any) -> Any:
+        return rows(*args, **kwargs)
+
+    for fn, made in ((hidden, "coroutine"), (hidden_rows, "generator")):
+        tool = pt.tool(fn)
+        with pytest.raises(TypeError, match=f"the tool returned a {made} it never ran"):
+            tool.execute("c1", tool.validate({"x": 1}), None)  # type: ignore[arg-type]
 
     class Rows:
         def __call__(self, call_id: str, params: Any, on_update: Any) -> Any:
@@ -234,3 +242,16 @@ def test_a_wrapper_hiding_an_async_function_or_a_generator_is_caught() -> None:
 
     with pytest.raises(TypeError, match="execute must be a function"):
         pt.AgentTool("rows", "rows", "rows", {"type": "object"}, Rows())
+    pt.AgentTool("rows", "rows", "rows", {"type": "object"}, Rows)  # a class: makes an instance
+
+
+async def test_an_async_tool_that_forgets_an_await_says_so() -> None:
+    async def later(x: int) -> int:
+        return x
+
+    @pt.tool
+    async def add(x: int) -> Any:
+        return later(x)  # the await forgotten
+
+    with pytest.raises(TypeError, match="returned a coroutine it never ran \\(an await missed"):
+        await add.execute("c1", add.validate({"x": 1}), None)  # type: ignore[arg-type,misc]

@@ -95,7 +95,7 @@ class AgentOptions:
     def __setattr__(self, name: str, value: Any) -> None:
         """Refuse a name ``pt.Agent`` does not define (``agent.max_turn = 1``), saying which
         one was meant; methods and options may still be replaced (``mock.patch.object``)."""
-        if name[0] == "_" or not self._closed or hasattr(type(self), name):
+        if name.startswith("_") or not self._closed or hasattr(type(self), name):
             object.__setattr__(self, name, value)
             return
         public = [key for key in dir(type(self)) if not key.startswith("_")]

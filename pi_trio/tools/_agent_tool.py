@@ -38,7 +38,7 @@ def is_generator_function(fn: Any) -> bool:
     async generator function: a tool of one would run without producing a result."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    call = getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ generates
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - an object whose __call__ generates
     return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in (fn, call))
 
 

@@ -205,11 +205,12 @@ def result_from_value(value: Any) -> ToolResult:
             if not isinstance(item, TextContent | ImageContent):
                 raise TypeError(_NOT_CONTENT.format(f"a list holding a {type(item).__name__}"))
         return ToolResult(list(value))
-    if inspect.iscoroutine(value):  # a sync-looking wrapper around an async function
-        value.close()
+    if inspect.iscoroutine(value) or inspect.isgenerator(value) or inspect.isasyncgen(value):
+        closing = value.aclose() if inspect.isasyncgen(value) else value
+        closing.close()  # never run: no "never awaited" warning either
         raise TypeError(
-            "the tool returned a coroutine: its function is async behind a wrapper that hides "
-            "it; decorate the async function itself (or a functools.partial of it)"
+            f"the tool returned a {type(value).__name__} it never ran (an await missed, or an "
+            "async or generator function behind a wrapper that hides it): return the result"
         )
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
