@@ -110,28 +110,24 @@ def message_field(value: Any, field: str) -> str | AgentMessage:
 
 
 def check_calls_answered(messages: Sequence[str | AgentMessage], field: str) -> None:
-    """Refuse messages that would leave the transcript with a tool call and no result, or a
-    result of no call: every later request to a provider would be refused.
+    """Refuse a toolResult that answers no call: one of no assistant message before it in the
+    command, or of one that was aborted or failed (the request drops that message, so the
+    result would go alone, and every later request is refused). A call left without a result
+    is fine: the request gives it one ("No result provided"), as pi's does.
 
     Raises:
-        CommandError: naming the call or the result.
+        CommandError: naming the result's call id.
     """
-    pending: set[str] = set()
+    calls: set[str] = set()
     for message in messages:
         if isinstance(message, AssistantMessage):
-            pending = {b.id for b in message.content if isinstance(b, ToolCall)}
-        elif isinstance(message, ToolResultMessage):
-            if message.tool_call_id not in pending:
-                raise CommandError(
-                    f"{field}: a toolResult for {message.tool_call_id!r}, which no assistant "
-                    "message before it in this command calls"
-                )
-            pending.discard(message.tool_call_id)
-    if pending:
-        raise CommandError(
-            f"{field}: tool calls without a result ({', '.join(sorted(pending))}); send each "
-            "call's toolResult after its assistant message"
-        )
+            live = message.stop_reason not in ("aborted", "error")
+            calls = {b.id for b in message.content if isinstance(b, ToolCall)} if live else set()
+        elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
+            raise CommandError(
+                f"{field}: a toolResult for {message.tool_call_id!r}, which no assistant message "
+                "before it in this command calls (an aborted or failed one calls nothing)"
+            )
 
 
 def images_field(raw: Any) -> list[ImageContent] | None:

@@ -195,14 +195,15 @@ async def test_a_second_prompt_while_busy_needs_a_streaming_behavior(
             "prompt",
             "streamingBehavior: expected steer or followUp, got 'now'",
         ),
-        (  # a call no result answers: every later request would be refused by a provider
+        (  # a result of an aborted call: requests leave the call out, and the result goes alone
             b'{"type": "prompt", "id": 17, "message": [{"role": "assistant", "content": [{"type":'
             b' "toolCall", "id": "c1", "name": "read", "arguments": {}}], "api": "faux", '
-            b'"provider": "faux", "model": "m", "usage": {}, "stopReason": "toolUse", '
-            b'"timestamp": 0}]}',
+            b'"provider": "faux", "model": "m", "usage": {}, "stopReason": "aborted", '
+            b'"timestamp": 0}, {"role": "toolResult", "toolCallId": "c1", "toolName": "read", '
+            b'"content": [], "isError": false, "timestamp": 0}]}',
             17,
             "prompt",
-            "message: tool calls without a result (c1)",
+            "message: a toolResult for 'c1', which no assistant message before it",
         ),
         (
             b'{"type": "steer", "id": 18, "message": {"role": "toolResult", "toolCallId": "c9", '
