@@ -91,23 +91,45 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def decode(line: bytes) -> Any:
     """Parse one line as strict JSON (NaN and Infinity are rejected). A lone surrogate (an
     escape such as ``"\\ud800"``, which JSON allows and no UTF-8 text holds) becomes U+FFFD,
-    as a session's log stores it: the run, its events and its log then agree."""
+    as a session's log stores it: the run, its events and its log then agree. The command's
+    ``id`` is kept as sent, so that its response carries it back (escaped)."""
     value = json.loads(line, parse_constant=_reject_constant)
     if _SURROGATE_ESCAPE.search(line) is not None:  # rare: only then is the value walked
+        sent_id = value.get("id", _MISSING) if isinstance(value, dict) else _MISSING
         value = _without_lone_surrogates(value)
+        if sent_id is not _MISSING:
+            value["id"] = sent_id
     return value
 
 
+def _fixed(text: str) -> str:
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` (fresh from ``json.loads``) with U+FFFD for each lone surrogate, changed in
+    place without recursion (the parser took nesting Python's stack would not)."""
     if isinstance(value, str):
-        return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {
-            _without_lone_surrogates(key): _without_lone_surrogates(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_without_lone_surrogates(item) for item in value]
+        return _fixed(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for index, inner in enumerate(item):
+                if isinstance(inner, str):
+                    item[index] = _fixed(inner)
+                elif isinstance(inner, list | dict):
+                    stack.append(inner)
+        elif isinstance(item, dict):
+            for key, inner in list(item.items()):
+                if isinstance(inner, str):
+                    inner = _fixed(inner)
+                elif isinstance(inner, list | dict):
+                    stack.append(inner)
+                fixed_key = _fixed(key)
+                if fixed_key != key:
+                    del item[key]
+                item[fixed_key] = inner
     return value
 
 

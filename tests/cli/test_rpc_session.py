@@ -242,6 +242,19 @@ async def test_a_lone_surrogate_in_a_command_is_a_replacement_character(
     assert ends[-1]["stopReason"] == "stop"
     state = await rpc.client.command({"type": "get_messages", "id": 2})
     assert state["data"]["messages"][0] == ends[0]
+    await rpc.client.send(b'{"type": "get_state", "id": "req-\\ud800"}')  # the id as sent
+    reply = await rpc.client.receive()
+    assert reply["id"] == "req-\ud800" and reply["success"]
+
+
+def test_a_lone_surrogate_deep_in_a_command_is_replaced_without_recursion() -> None:
+    from pi_trio.cli._rpc import decode
+
+    deep = decode(b'{"type": "x", "a": ' + b"[" * 900 + b'"\\ud800"' + b"]" * 900 + b"}")
+    inner = deep["a"]
+    for _ in range(899):
+        inner = inner[0]
+    assert inner == ["\ufffd"]  # before: "maximum recursion depth exceeded"
 
 
 def test_a_text_utf8_cannot_carry_is_written_as_its_escape() -> None:
