@@ -22,8 +22,6 @@ bug, an agent factory that raises, a resource running out) ends that connection 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -47,6 +45,7 @@ from ._rpc_commands import (
     message_field,
     queue_texts,
 )
+from ._rpc_json import decode, encode
 from ._rpc_sessions import MemorySessions, SessionError, SessionHost, open_durable_sessions
 
 __all__ = ["COMMANDS", "RpcSession", "run_stdio", "serve_tcp_rpc"]
@@ -66,71 +65,6 @@ then pi_trio's own."""
 _CONNECTION_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 _ERROR_LINE_SECONDS = 1.0
 _MISSING = object()
-
-
-def encode(value: Any) -> bytes:
-    """One protocol line (without the newline): compact JSON, UTF-8, no NaN. A text that
-    UTF-8 cannot carry (a lone surrogate, from a tool's output say) is written as its
-    ``\\u`` escape, as ``JSON.stringify`` writes it, rather than failing the line."""
-    try:
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def decode(line: bytes) -> Any:
-    """Parse one line as strict JSON (NaN and Infinity are rejected). A lone surrogate (an
-    escape such as ``"\\ud800"``, which JSON allows and no UTF-8 text holds) becomes U+FFFD,
-    as a session's log stores it: the run, its events and its log then agree. The command's
-    ``id`` is kept as sent, so that its response carries it back (escaped)."""
-    value = json.loads(line, parse_constant=_reject_constant)
-    if _SURROGATE_ESCAPE.search(line) is not None:  # rare: only then is the value walked
-        sent_id = value.get("id", _MISSING) if isinstance(value, dict) else _MISSING
-        value = _without_lone_surrogates(value)
-        if sent_id is not _MISSING:
-            value["id"] = sent_id
-    return value
-
-
-def _fixed(text: str) -> str:
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    """``value`` (fresh from ``json.loads``) with U+FFFD for each lone surrogate, changed in
-    place without recursion (the parser took nesting Python's stack would not)."""
-    if isinstance(value, str):
-        return _fixed(value)
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            for index, inner in enumerate(item):
-                if isinstance(inner, str):
-                    item[index] = _fixed(inner)
-                elif isinstance(inner, list | dict):
-                    stack.append(inner)
-        elif isinstance(item, dict):
-            for key, inner in list(item.items()):
-                if isinstance(inner, str):
-                    inner = _fixed(inner)
-                elif isinstance(inner, list | dict):
-                    stack.append(inner)
-                fixed_key = _fixed(key)
-                if fixed_key != key:
-                    del item[key]
-                item[fixed_key] = inner
-    return value
 
 
 def pi_update(line: dict[str, Any]) -> dict[str, Any]:

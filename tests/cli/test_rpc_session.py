@@ -248,7 +248,7 @@ async def test_a_lone_surrogate_in_a_command_is_a_replacement_character(
 
 
 def test_a_lone_surrogate_deep_in_a_command_is_replaced_without_recursion() -> None:
-    from pi_trio.cli._rpc import decode
+    from pi_trio.cli._rpc_json import decode
 
     deep = decode(b'{"type": "x", "a": ' + b"[" * 900 + b'"\\ud800"' + b"]" * 900 + b"}")
     inner = deep["a"]
@@ -258,7 +258,7 @@ def test_a_lone_surrogate_deep_in_a_command_is_replaced_without_recursion() -> N
 
 
 def test_a_text_utf8_cannot_carry_is_written_as_its_escape() -> None:
-    from pi_trio.cli._rpc import encode
+    from pi_trio.cli._rpc_json import encode
 
     assert encode({"text": "half \ud800 é"}) == b'{"text":"half \\ud800 \\u00e9"}'
     assert encode({"text": "é"}) == '{"text":"é"}'.encode()
