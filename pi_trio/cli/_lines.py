@@ -72,7 +72,7 @@ class StreamLines:
         self._max_line = max_line
         self._eof = False
         self._send_lock = trio.Lock()
-        self._torn = False
+        self._cut = False
 
     async def receive_line(self) -> bytes | None:
         skipping = False
@@ -107,19 +107,16 @@ class StreamLines:
     async def send_line(self, data: bytes) -> None:
         """Write ``data`` and a newline.
 
-        Cancellation mid-way leaves a line cut off (Trio: the stream's state is unknown);
-        nothing more is written after it, so no later line is glued onto it.
-
-        Raises:
-            trio.BrokenResourceError: an earlier line was cut off.
+        A line whose write was cancelled may have been cut off (Trio: the stream's state is
+        unknown): the next line then starts with a newline of its own, so that it is never
+        glued onto the cut-off one (a reader sees one bad line, or an empty one, before it).
         """
         assert isinstance(self._stream, trio.abc.SendStream), "a receive-only stream"
         async with self._send_lock:
-            if self._torn:
-                raise trio.BrokenResourceError("an earlier line was cut off; nothing more is sent")
-            self._torn = True  # until the whole line is out
-            await self._stream.send_all(data + b"\n")
-            self._torn = False
+            line = b"\n" + data + b"\n" if self._cut else data + b"\n"
+            self._cut = True  # until the whole line is out
+            await self._stream.send_all(line)
+            self._cut = False
 
 
 class ThreadReader(trio.abc.ReceiveStream):
