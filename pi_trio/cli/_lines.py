@@ -114,6 +114,9 @@ class StreamLines:
         assert isinstance(self._stream, trio.abc.SendStream), "a receive-only stream"
         async with self._send_lock:
             line = b"\n" + data + b"\n" if self._cut else data + b"\n"
+            # a cancellation before any byte goes out leaves nothing cut (Trio's socket
+            # checks for one first too, with no yield in between)
+            await trio.lowlevel.checkpoint_if_cancelled()
             self._cut = True  # until the whole line is out
             await self._stream.send_all(line)
             self._cut = False

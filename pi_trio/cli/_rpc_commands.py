@@ -110,24 +110,30 @@ def message_field(value: Any, field: str) -> str | AgentMessage:
 
 
 def check_calls_answered(messages: Sequence[str | AgentMessage], field: str) -> None:
-    """Refuse a toolResult that answers no call: one of no assistant message before it in the
-    command, or of one that was aborted or failed (the request drops that message, so the
+    """Refuse a toolResult that answers no call: one of no assistant message right before it in
+    the command (results follow their calls, before any other message), one answered already,
+    or one of an aborted or failed assistant message (the request drops that message, so the
     result would go alone, and every later request is refused). A call left without a result
     is fine: the request gives it one ("No result provided"), as pi's does.
 
     Raises:
         CommandError: naming the result's call id.
     """
-    calls: set[str] = set()
+    calls: set[str] = set()  # the calls a result may still answer
     for message in messages:
         if isinstance(message, AssistantMessage):
             live = message.stop_reason not in ("aborted", "error")
             calls = {b.id for b in message.content if isinstance(b, ToolCall)} if live else set()
-        elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
-            raise CommandError(
-                f"{field}: a toolResult for {message.tool_call_id!r}, which no assistant message "
-                "before it in this command calls (an aborted or failed one calls nothing)"
-            )
+        elif isinstance(message, ToolResultMessage):
+            if message.tool_call_id not in calls:
+                raise CommandError(
+                    f"{field}: a toolResult for {message.tool_call_id!r}, which no assistant "
+                    "message right before it in this command calls, or one answered already (an "
+                    "aborted or failed assistant message calls nothing)"
+                )
+            calls.discard(message.tool_call_id)
+        else:  # a user message: the calls before it are closed (the request answers them)
+            calls = set()
 
 
 def images_field(raw: Any) -> list[ImageContent] | None:

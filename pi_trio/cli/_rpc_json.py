@@ -4,6 +4,7 @@ is written as its escape, as ``JSON.stringify`` writes it)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -40,7 +41,7 @@ def decode(line: bytes) -> Any:
     ``id`` is kept as sent, so that its response carries it back (escaped)."""
     value = json.loads(line, parse_constant=_reject_constant)
     if _SURROGATE_ESCAPE.search(line) is not None:  # rare: only then is the value walked
-        sent_id = value.get("id", _ABSENT) if isinstance(value, dict) else _ABSENT
+        sent_id = copy.deepcopy(value.get("id", _ABSENT)) if isinstance(value, dict) else _ABSENT
         value = _without_lone_surrogates(value)
         if sent_id is not _ABSENT:
             value["id"] = sent_id

@@ -2,8 +2,8 @@
 
 Every ``sqlite3`` error that reaches a caller of the store is a :class:`pt.SessionLogError`
 naming the file and the cause, with the driver's exception chained: a refused commit (a
-duplicate entry) is a ``SessionLogError``; the store failing (a full disk, a lock held past
-``busy_timeout``, an I/O error, a file that cannot be opened) is a
+duplicate entry, a row too big) is a ``SessionLogError``; the store failing (a full disk, a
+lock held past ``busy_timeout``, an I/O error, a file that cannot be opened) is a
 :class:`pt.SessionStoreError`, which leaves the log as it was.
 
 Switching a new file to WAL needs a moment's exclusive lock, and SQLite does not wait for it
@@ -35,11 +35,11 @@ def store_error(path: str, exc: sqlite3.Error, session_id: str = "") -> SessionL
     name = exc.sqlite_errorname or ""
     where = f"session {session_id!r}: " if session_id else ""
     error: SessionLogError
-    if isinstance(exc, sqlite3.IntegrityError):
+    if isinstance(exc, sqlite3.IntegrityError | sqlite3.DataError):  # this commit's own rows
         error = SessionLogError(
             f"{where}the store {path} refused this commit, nothing of it was written ({exc})",
             session_id=session_id,
-            problem="IntegrityError",
+            problem=type(exc).__name__,
         )
     else:
         primary = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE: SQLITE_IOERR

@@ -208,9 +208,11 @@ def result_from_value(value: Any) -> ToolResult:
     if inspect.iscoroutine(value) or inspect.isgenerator(value) or inspect.isasyncgen(value):
         closing = value.aclose() if inspect.isasyncgen(value) else value
         closing.close()  # never run: no "never awaited" warning either
+        made = "a coroutine" if inspect.iscoroutine(value) else f"an {type(value).__name__}"
+        made = "a generator" if inspect.isgenerator(value) else made
         raise TypeError(
-            f"the tool returned a {type(value).__name__} it never ran (an await missed, or an "
-            "async or generator function behind a wrapper that hides it): return the result"
+            f"the tool returned {made} it never ran (an await missed, or an async or generator "
+            "function behind a wrapper that hides it): return the result itself"
         )
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)

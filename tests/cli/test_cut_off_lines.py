@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+import trio.testing
 
 from pi_trio.cli._lines import StreamLines
 
@@ -20,9 +21,10 @@ class HalfWrites(trio.abc.SendStream):
         self.whole = False
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        if self.whole:
+        if self.whole:  # as Trio's socket: a cancellation is looked for before any byte
+            await trio.lowlevel.checkpoint_if_cancelled()
             self.sent += data
-            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return
         self.sent += bytes(data)[: len(data) // 2]
         await trio.sleep_forever()
@@ -50,3 +52,22 @@ async def test_the_line_after_a_cut_off_one_starts_on_its_own(autojump_clock: An
         b'{"type": "next"}',
         b"",
     ]
+
+
+async def test_a_write_cancelled_before_it_began_cuts_nothing(autojump_clock: Any) -> None:
+    stream = HalfWrites()
+    stream.whole = True
+    lines = StreamLines(stream)  # type: ignore[arg-type]
+    scope = trio.CancelScope()
+
+    async def update() -> None:
+        with scope:
+            await lines.send_line(b'{"type": "message_update"}')
+
+    async with trio.open_nursery() as nursery:
+        async with lines._send_lock:  # another line being written: update() waits for it
+            nursery.start_soon(update)
+            await trio.testing.wait_all_tasks_blocked()
+        scope.cancel()  # an abort, after the lock went to update() and before it ran
+    await lines.send_line(b'{"type": "agent_end"}')
+    assert bytes(stream.sent) == b'{"type": "agent_end"}\n'  # no empty line before it

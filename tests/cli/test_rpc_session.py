@@ -149,6 +149,17 @@ async def test_a_second_prompt_while_busy_needs_a_streaming_behavior(
     assert _user_texts(events[-2]["messages"]) == ["what time is it?", "then this"]
 
 
+_CALL_C1 = (
+    b'{"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read", '
+    b'"arguments": {}}], "api": "faux", "provider": "faux", "model": "m", "usage": {}, '
+    b'"stopReason": "toolUse", "timestamp": 0}'
+)
+_RESULT_C1 = (
+    b'{"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [], '
+    b'"isError": false, "timestamp": 0}'
+)
+
+
 @pytest.mark.parametrize(
     ("line", "reply_id", "command", "error"),
     [
@@ -203,14 +214,33 @@ async def test_a_second_prompt_while_busy_needs_a_streaming_behavior(
             b'"content": [], "isError": false, "timestamp": 0}]}',
             17,
             "prompt",
-            "message: a toolResult for 'c1', which no assistant message before it",
+            "message: a toolResult for 'c1', which no assistant message right before it",
         ),
         (
             b'{"type": "steer", "id": 18, "message": {"role": "toolResult", "toolCallId": "c9", '
             b'"toolName": "read", "content": [], "isError": false, "timestamp": 0}}',
             18,
             "steer",
-            "message: a toolResult for 'c9', which no assistant message before it",
+            "message: a toolResult for 'c9', which no assistant message right before it",
+        ),
+        (  # answered twice: both results would go to the provider
+            b'{"type": "prompt", "id": 19, "message": ['
+            + _CALL_C1
+            + b", "
+            + _RESULT_C1
+            + b", "
+            + _RESULT_C1
+            + b"]}",
+            19,
+            "prompt",
+            "message: a toolResult for 'c1', which no assistant message right before it",
+        ),
+        (  # after a user message: the request has answered c1 itself by then
+            b'{"type": "prompt", "id": 20, "message": [' + _CALL_C1 + b', {"role": "user", '
+            b'"content": "hi", "timestamp": 0}, ' + _RESULT_C1 + b"]}",
+            20,
+            "prompt",
+            "message: a toolResult for 'c1', which no assistant message right before it",
         ),
     ],
 )
@@ -245,6 +275,9 @@ async def test_a_lone_surrogate_in_a_command_is_a_replacement_character(
     await rpc.client.send(b'{"type": "get_state", "id": "req-\\ud800"}')  # the id as sent
     reply = await rpc.client.receive()
     assert reply["id"] == "req-\ud800" and reply["success"]
+    await rpc.client.send(b'{"type": "get_state", "id": {"k": ["\\ud800"]}}')
+    reply = await rpc.client.receive()
+    assert reply["id"] == {"k": ["\ud800"]} and reply["success"]
 
 
 def test_a_lone_surrogate_deep_in_a_command_is_replaced_without_recursion() -> None:

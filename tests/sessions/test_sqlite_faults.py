@@ -128,3 +128,17 @@ async def test_a_full_disk_keeps_the_log_and_the_session_goes_on_after(small_dis
         assert agent.state.messages[-1].stop_reason == "stop"
     async with pt.open_session_store(path) as store, store.open_agent("s") as agent:
         assert len(agent.state.messages) == 4
+
+
+def test_a_row_sqlite_cannot_take_is_the_sessions_error_not_the_stores() -> None:
+    # a worker sets such a session aside; a store error would leave it pending, to fail again
+    from pi_trio.sessions._sqlite_faults import store_error
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (x)")
+    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000)
+    with pytest.raises(sqlite3.DataError) as caught:
+        db.execute("INSERT INTO t VALUES (?)", ("x" * 5000,))
+    error = store_error("s.db", caught.value, "s1")
+    assert type(error) is pt.SessionLogError and error.problem == "DataError"
+    assert error.session_id == "s1" and error.__cause__ is caught.value
