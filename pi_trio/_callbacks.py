@@ -22,6 +22,7 @@ __all__ = [
     "hook_answer",
     "is_async_callable",
     "is_awaitable",
+    "is_generator_function",
 ]
 
 _PLAIN = frozenset({type(None), bool, int, float, str, list, tuple, dict})
@@ -45,13 +46,26 @@ def is_awaitable(value: object) -> bool:
     return type(value) not in _PLAIN and inspect.isawaitable(value)
 
 
-def is_async_callable(fn: Any) -> bool:
-    """Whether calling ``fn`` (through any ``functools.partial``) gives a coroutine."""
+def _unwrapped(fn: Any) -> Any:
     while isinstance(fn, functools.partial):
         fn = fn.func
+    return fn
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` (through any ``functools.partial``) gives a coroutine."""
+    fn = _unwrapped(fn)
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
     )
+
+
+def is_generator_function(fn: Any) -> bool:
+    """Whether ``fn`` (through any ``functools.partial``), or its type's ``__call__``, is a
+    generator or an async generator function: a tool of one would run without a result."""
+    fn = _unwrapped(fn)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - an object whose __call__ generates
+    return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in (fn, call))
 
 
 def exception_text(exc: BaseException) -> str:

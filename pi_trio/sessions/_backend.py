@@ -38,6 +38,7 @@ __all__ = [
     "SessionBackend",
     "SessionInfo",
     "as_leased",
+    "check_new_session_id",
     "check_session_id",
     "long_id_error",
 ]
@@ -210,6 +211,16 @@ def check_session_id(session_id: Any) -> int:
             f"{session_id[:40]!r}{'...' if len(session_id) > 40 else ''}"
         )
     return size
+
+
+def check_new_session_id(session_id: Any) -> None:
+    """:func:`check_session_id`, and the limit on a new session's id.
+
+    Raises:
+        ValueError: an id no store keeps, or over :data:`MAX_NEW_ID_BYTES`.
+    """
+    if check_session_id(session_id) > MAX_NEW_ID_BYTES:
+        raise long_id_error(session_id)
 
 
 def long_id_error(session_id: str) -> ValueError:

@@ -3,11 +3,10 @@ before the call executes (so a crash during it is known as "outcome_unknown").""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from .._callbacks import hook_answer
+from .._callbacks import call_maybe_async, hook_answer
 from ..tools import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 from ._recorder import SessionRecorder
 
@@ -24,8 +23,7 @@ def durable_before_tool_call(
     async def before_tool_call(context: BeforeToolCallContext) -> BeforeToolCallResult | None:
         decision: BeforeToolCallResult | None = None
         if user_hook is not None:
-            value = user_hook(context)
-            answer = await value if inspect.isawaitable(value) else value
+            answer = await call_maybe_async(user_hook, context)
             decision = hook_answer(answer, BeforeToolCallResult, "before_tool_call")
             if decision is not None and decision.block:
                 return decision

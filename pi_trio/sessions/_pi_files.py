@@ -32,13 +32,12 @@ from ..messages import AgentMessage, now_ms
 from ..models import Model, get_model
 from ..wire import to_json
 from ._backend import (
-    MAX_NEW_ID_BYTES,
     Lease,
     Row,
     SessionBackend,
     as_leased,
+    check_new_session_id,
     check_session_id,
-    long_id_error,
 )
 from ._entries import Note, dumps, encode
 from ._holders import new_holder
@@ -58,8 +57,8 @@ async def import_pi_session(
 ) -> str:
     """See :meth:`pt.SessionStore.import_pi_session`."""
     where = os.fspath(path)
-    if session_id is not None and check_session_id(session_id) > MAX_NEW_ID_BYTES:
-        raise long_id_error(session_id)
+    if session_id is not None:
+        check_new_session_id(session_id)
     # read and encoded in a worker thread: a big file's encoding would stall the event loop
     found, rows = await trio.to_thread.run_sync(_read_rows, where)
     if session_id is None:
@@ -107,8 +106,7 @@ def _header_id(found: PiSessionFile, where: str) -> str:
     """The file's own session id, as the new session's, when a store keeps it."""
     session_id: str = found.header["id"]
     try:
-        if check_session_id(session_id) > MAX_NEW_ID_BYTES:
-            raise long_id_error(session_id)
+        check_new_session_id(session_id)
     except ValueError as exc:
         raise refusal(
             where,

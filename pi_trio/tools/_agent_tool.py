@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, cast
@@ -13,7 +11,7 @@ import attrs
 import outcome
 import trio
 
-from .._callbacks import is_async_callable
+from .._callbacks import is_async_callable, is_generator_function
 from .._checks import describe
 from .._groups import plain_exception
 from ..events import ToolResult
@@ -25,21 +23,11 @@ __all__ = [
     "OnUpdate",
     "ToolExecute",
     "ToolExecutionMode",
-    "is_generator_function",
 ]
 
 ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 OnUpdate: TypeAlias = Callable[[ToolResult], Awaitable[None]]
 ToolExecute: TypeAlias = Callable[[str, Any, OnUpdate], Awaitable[ToolResult] | ToolResult]
-
-
-def is_generator_function(fn: Any) -> bool:
-    """Whether ``fn`` (or the function a ``functools.partial`` wraps) is a generator or an
-    async generator function: a tool of one would run without producing a result."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    call = getattr(type(fn), "__call__", None)  # noqa: B004 - an object whose __call__ generates
-    return any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in (fn, call))
 
 
 @attrs.frozen

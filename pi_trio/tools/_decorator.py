@@ -28,14 +28,13 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
 import attrs
 
-from .._callbacks import is_async_callable
+from .._callbacks import is_async_callable, is_generator_function
 from ..events import ToolResult
 from ..messages import ImageContent, TextContent, ThinkingContent, ToolCall
 from ._agent_tool import (
     AgentTool,
     OnUpdate,
     ToolExecutionMode,
-    is_generator_function,
 )
 from ._approval import ApprovalPolicy
 
@@ -205,17 +204,26 @@ def result_from_value(value: Any) -> ToolResult:
             if not isinstance(item, TextContent | ImageContent):
                 raise TypeError(_NOT_CONTENT.format(f"a list holding a {type(item).__name__}"))
         return ToolResult(list(value))
-    if inspect.iscoroutine(value) or inspect.isgenerator(value) or inspect.isasyncgen(value):
-        closing = value.aclose() if inspect.isasyncgen(value) else value
-        closing.close()  # never run: no "never awaited" warning either
-        made = "a coroutine" if inspect.iscoroutine(value) else f"an {type(value).__name__}"
-        made = "a generator" if inspect.isgenerator(value) else made
+    made = _never_ran(value)
+    if made is not None:
         raise TypeError(
             f"the tool returned {made} it never ran (an await missed, or an async or generator "
             "function behind a wrapper that hides it): return the result itself"
         )
     data = attrs.asdict(value) if attrs.has(type(value)) else value
     return ToolResult([TextContent(json.dumps(data, default=str))], details=value)
+
+
+def _never_ran(value: Any) -> str | None:
+    """What ``value`` is when it is work a tool handed back unrun (closed here, so that no
+    "never awaited" warning follows), else None."""
+    if inspect.iscoroutine(value) or inspect.isgenerator(value):
+        value.close()
+        return "a coroutine" if inspect.iscoroutine(value) else "a generator"
+    if inspect.isasyncgen(value):
+        value.aclose().close()
+        return "an async generator"
+    return None
 
 
 _NOT_CONTENT = (
