@@ -309,16 +309,18 @@ class PostgresBackend:
     ) -> Lease:
         return Lease(sid, epoch, holder, last or 0, not last, self.lease_ttl, seen or 0)
 
-    def _op_claim(self, conn: psycopg.Connection[Any], holder: Holder, limit: int) -> list[Lease]:
+    def _op_claim(
+        self, conn: psycopg.Connection[Any], holder: Holder, limit: int, skip: list[str]
+    ) -> list[Lease]:
         with conn.transaction():
             claimed = conn.execute(
                 "WITH free AS (SELECT session_id FROM pi_trio_sessions WHERE pending AND "
-                f"(holder IS NULL OR lease_expires <= {NOW}) ORDER BY created, session_id "
-                "LIMIT %s FOR UPDATE SKIP LOCKED) "
+                f"(holder IS NULL OR lease_expires <= {NOW}) AND session_id <> ALL(%s) "
+                "ORDER BY created, session_id LIMIT %s FOR UPDATE SKIP LOCKED) "
                 "UPDATE pi_trio_sessions AS s SET epoch = s.epoch + 1, holder = %s, "
                 f"holder_pid = %s, holder_start = %s, lease_expires = {NOW} + %s "
                 "FROM free WHERE s.session_id = free.session_id RETURNING s.session_id, s.epoch",
-                (limit, holder.token, holder.pid, holder.process_start, self._ttl_ms),
+                (skip, limit, holder.token, holder.pid, holder.process_start, self._ttl_ms),
             ).fetchall()
             if not claimed:
                 return []
@@ -433,10 +435,11 @@ class PostgresBackend:
         result: Lease | str = await self._call("acquire", session_id, holder)
         return result
 
-    async def claim(self, holder: Holder, limit: int) -> list[Lease]:
-        """Leases on up to ``limit`` free sessions with pending work (``SKIP LOCKED``: workers
-        never wait on each other). Cancellation: the transaction completes first."""
-        leases: list[Lease] = await self._call("claim", holder, limit)
+    async def claim(self, holder: Holder, limit: int, skip: Sequence[str] = ()) -> list[Lease]:
+        """Leases on up to ``limit`` free sessions with pending work, none of those in ``skip``
+        (``SKIP LOCKED``: workers never wait on each other). Cancellation: the transaction
+        completes first."""
+        leases: list[Lease] = await self._call("claim", holder, limit, list(skip))
         return leases
 
     async def renew(self, lease: Lease) -> bool:

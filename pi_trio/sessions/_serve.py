@@ -78,7 +78,7 @@ async def serve_sessions(
         raise ValueError(
             f"poll_interval must be a positive number of seconds, not {poll_interval!r}"
         )
-    worker = _Worker(store, backend, agent_options, concurrency)
+    worker = _Worker(store, backend, agent_options, concurrency, _Resting(poll_interval))
     async with trio.open_nursery() as nursery:
         await nursery.start(worker.listen)
         task_status.started()
@@ -92,11 +92,13 @@ class _Worker:
         backend: PostgresBackend,
         options: AgentOptions,
         concurrency: int,
+        resting: _Resting,
     ) -> None:
         self.store = store
         self.backend = backend
         self.options = options
         self.concurrency = concurrency
+        self.resting = resting
         self.running = 0
         self.holder = new_holder("worker-" + secrets.token_hex(4))
         self.wake = trio.Event()
@@ -113,7 +115,8 @@ class _Worker:
             if free > 0:
                 taken = trio.current_time()
                 try:
-                    leases = await self.backend.claim(self.holder, free)
+                    skip = self.resting.skipped(taken)
+                    leases = await self.backend.claim(self.holder, free, skip)
                 except Exception as exc:
                     failures += 1
                     _log_claim_failure(exc, failures, _retry_delay(poll_interval, failures))
@@ -128,7 +131,8 @@ class _Worker:
                     nursery.start_soon(self.run_one, lease, taken)
                 if leases and len(leases) == free:
                     continue  # maybe more work: look again once a slot frees
-            with trio.move_on_after(_retry_delay(poll_interval, failures)):
+            delay = _retry_delay(poll_interval, failures)
+            with trio.move_on_after(self.resting.wait_at_most(delay, trio.current_time())):
                 await self.wake.wait()
 
     async def listen(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -167,7 +171,6 @@ class _Worker:
 
     async def run_one(self, lease: Any, taken: float) -> None:
         session_id = lease.session_id
-        store_failed = False
         try:
             try:
                 made = self.options(session_id) if callable(self.options) else self.options
@@ -183,21 +186,25 @@ class _Worker:
         except SessionBusyError as exc:
             sessions_logger.warning("%s", exc)  # its text names the session
         except SessionStoreError as exc:  # the store, not the session: left pending
-            store_failed = True
+            failures, delay = self.resting.failed(session_id, trio.current_time())
+            again = f" ({failures} in a row)" if failures > 1 else ""
             sessions_logger.warning(
-                "session %r: %s; it stays pending, to be claimed again",
+                "session %r: %s; it stays pending, to be claimed again in %.3g s%s",
                 session_id,
                 exception_line(exc),
+                delay,
+                again,
             )
         except Exception:
             sessions_logger.exception(
                 "session %r failed; it stays in the store, set aside until new input comes",
                 session_id,
             )
+        else:
+            self.resting.recovered(session_id)
         finally:
             self.running -= 1
-            if not store_failed:  # else the next look is at the poll interval: no tight loop
-                self.poke()
+            self.poke()  # a free slot; a session the store failed is not claimed until due
 
 
 async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
@@ -228,6 +235,43 @@ async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
             await agent.continue_()
         if (len(agent.queued()), len(agent.state.messages)) == before:
             return
+
+
+class _Resting:
+    """The sessions the store failed (a :class:`pt.SessionStoreError` while one ran), each left
+    out of this worker's claims until it is due again: ``poll_interval`` after its first
+    failure, twice as long after each further one in a row, up to 30 s. So a session the store
+    keeps refusing (a trigger, a privilege missing for its rows) is neither claimed nor logged
+    at every poll and every other session's end, and the rest of the queue goes on. Other
+    workers keep their own account; a session run through is forgotten, and so is one not
+    seen again for twice the longest delay (deleted, or run by another worker)."""
+
+    def __init__(self, poll_interval: float) -> None:
+        self.poll_interval = poll_interval
+        self.sessions: dict[str, tuple[int, float]] = {}  # id: failures in a row, when due
+
+    def failed(self, session_id: str, now: float) -> tuple[int, float]:
+        """Count a failure; the failures in a row and the seconds until the session is due."""
+        failures = self.sessions.get(session_id, (0, now))[0] + 1
+        delay = _retry_delay(self.poll_interval, failures)
+        self.sessions[session_id] = (failures, now + delay)
+        return failures, delay
+
+    def recovered(self, session_id: str) -> None:
+        self.sessions.pop(session_id, None)
+
+    def skipped(self, now: float) -> list[str]:
+        """The sessions not due yet (forgetting those long past due)."""
+        forget = now - 2 * _MAX_RETRY_DELAY
+        for session_id, (_, due) in list(self.sessions.items()):
+            if due < forget:
+                del self.sessions[session_id]
+        return [session_id for session_id, (_, due) in self.sessions.items() if due > now]
+
+    def wait_at_most(self, delay: float, now: float) -> float:
+        """``delay``, or less if a session resting falls due before it."""
+        due = [when - now for _, when in self.sessions.values() if when > now]
+        return min([delay, *due])
 
 
 def _wait_for_notification(conn: Any) -> bool:

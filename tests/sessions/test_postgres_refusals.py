@@ -128,3 +128,45 @@ async def test_a_store_failing_a_runs_commit_leaves_the_session_pending(
         ("assistant", "aborted"),
     ]
     assert entries[-1].kind == "run_end" and entries[-1].data["repaired"] is True
+
+
+OK_MESSAGES = "SELECT 1 FROM pi_trio_entries WHERE session_id = 'ok' AND kind = 'message'"
+
+
+async def test_a_session_the_store_keeps_failing_waits_while_the_others_run(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store refuses one session's rows: the worker runs the other sessions' input as it
+    comes (each end and each notification is a claim) without claiming the failing one again
+    before it is due (before: claimed and logged at every one of them), and says when it is."""
+    caplog.set_level(logging.WARNING, logger="pi_trio.sessions")
+    raw = Raw("postgresql", postgres_url)
+    said = "it stays pending, to be claimed again"
+
+    def failures() -> list[str]:
+        return [r.getMessage() for r in caplog.records if said in r.getMessage()]
+
+    async with pt.open_session_store(postgres_url) as store:
+        raw(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.session_id = 'stuck' THEN "
+            "RAISE EXCEPTION 'no grant' USING ERRCODE = '42501'; END IF; RETURN NEW; END $$"
+        )
+        raw(
+            "CREATE TRIGGER refuse BEFORE INSERT ON pi_trio_entries FOR EACH ROW "
+            "EXECUTE FUNCTION refuse()"
+        )
+        await store.enqueue("stuck", "hello")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: pt.serve_sessions(
+                store, answering_options(), poll_interval=60
+            ))  # fmt: skip
+            await until(failures)
+            for turn in range(1, 6):
+                await store.enqueue("ok", f"message {turn}")
+                await until(lambda n=2 * turn: len(raw(OK_MESSAGES)) == n)  # asked, answered
+            nursery.cancel_scope.cancel()
+    [failure] = failures()
+    assert failure.startswith("session 'stuck': ") and "InsufficientPrivilege: no grant" in failure
+    assert failure.endswith("to be claimed again in 60 s")
+    assert raw("SELECT pending FROM pi_trio_sessions WHERE session_id = 'stuck'") == [(True,)]
