@@ -86,8 +86,11 @@ class Lease:
 class SessionInfo:
     """One session of a store, as :meth:`pt.SessionStore.list_sessions` lists it.
 
-    Times are Unix milliseconds; ``holder`` describes the current holder (``pid@host``) or is
-    None when the session is free; ``epoch`` counts the leases taken so far.
+    Times are Unix milliseconds; ``updated`` is its last entry's (``created`` before the
+    first); ``entries`` is its last entry's number (entries are numbered from 1, without
+    gaps), read from the key, so listing costs the same however long the logs are;
+    ``holder`` describes the current holder (``pid@host``) or is None when the session is
+    free; ``epoch`` counts the leases taken so far.
     """
 
     session_id: str

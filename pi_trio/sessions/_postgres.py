@@ -394,11 +394,10 @@ class PostgresBackend:
     def _op_list_sessions(self, conn: psycopg.Connection[Any]) -> list[SessionInfo]:
         rows = conn.execute(
             f"SELECT s.session_id, s.created, s.epoch, CASE WHEN s.lease_expires > {NOW} "
-            "THEN s.holder END, e.updated, coalesce(e.count, 0), s.pending, (SELECT count(*) "
+            "THEN s.holder END, e.time, coalesce(e.seq, 0), s.pending, (SELECT count(*) "
             "FROM pi_trio_inbox i WHERE i.session_id = s.session_id) FROM pi_trio_sessions s "
-            "LEFT JOIN (SELECT session_id, max(time) AS updated, count(*) AS count FROM "
-            "pi_trio_entries GROUP BY session_id) e ON e.session_id = s.session_id "
-            "ORDER BY s.created, s.session_id"
+            "LEFT JOIN LATERAL (SELECT time, seq FROM pi_trio_entries l WHERE l.session_id = "
+            "s.session_id ORDER BY seq DESC LIMIT 1) e ON true ORDER BY s.created, s.session_id"
         ).fetchall()
         return [
             SessionInfo(sid, created, updated or created, count, epoch, holder, queued, pending)

@@ -392,14 +392,14 @@ class SqliteBackend:
     def _op_list_sessions(self, db: sqlite3.Connection) -> list[SessionInfo]:
         rows = db.execute(
             "SELECT s.session_id, s.created, s.epoch, s.holder, s.holder_pid, s.holder_start, "
-            "(SELECT max(time) FROM pi_trio_entries e WHERE e.session_id = s.session_id), "
-            "(SELECT count(*) FROM pi_trio_entries e WHERE e.session_id = s.session_id) "
-            "FROM pi_trio_sessions s ORDER BY s.created, s.session_id"
+            "e.time, e.seq FROM pi_trio_sessions s LEFT JOIN pi_trio_entries e ON "
+            "e.session_id = s.session_id AND e.seq = (SELECT max(seq) FROM pi_trio_entries l "
+            "WHERE l.session_id = s.session_id) ORDER BY s.created, s.session_id"
         ).fetchall()
         infos = []
         for sid, created, epoch, holder, pid, start, updated, count in rows:
             live = holder if holder is not None and holder_alive(pid, start, holder) else None
-            infos.append(SessionInfo(sid, created, updated or created, count, epoch, live))
+            infos.append(SessionInfo(sid, created, updated or created, count or 0, epoch, live))
         return infos
 
     def _op_delete(self, db: sqlite3.Connection, session_id: str) -> bool:

@@ -107,6 +107,22 @@ async def test_one_holder_at_a_time_and_each_lease_a_new_epoch(store_url: str) -
         assert await store.load("s") == []
 
 
+async def test_a_listing_reads_each_sessions_last_entry(store_url: str) -> None:
+    """``entries`` and ``updated`` come from each session's last entry (read by its key, not by
+    walking its log): a clock that went back since an earlier entry does not make the listing
+    say that entry's time, and a session with no entry yet says its creation."""
+    async with pt.open_session_store(store_url) as store:
+        backend = store.backend
+        lease = await backend.acquire("long", new_holder("one"))
+        empty = await backend.acquire("empty", new_holder("one"))
+        assert not isinstance(lease, str) and not isinstance(empty, str)
+        rows = [(seq, "custom", "{}", 9_000 if seq == 2 else 1_000 + seq, 1) for seq in (1, 2, 3)]
+        await backend.append(lease, rows)
+        infos = {i.session_id: i for i in await store.list_sessions()}
+    assert (infos["long"].entries, infos["long"].updated) == (3, 1_003)
+    assert (infos["empty"].entries, infos["empty"].updated) == (0, infos["empty"].created)
+
+
 async def test_a_dead_process_is_no_holder(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     child = await trio.run_process(
