@@ -97,25 +97,23 @@ class Compactor:
             messages.pop()  # the error response: the model never sees it anyway
         cut = find_cut(messages, self.settings.keep_recent_tokens)
         tokens_before = context_tokens(messages)
-        if cut == 0:
-            if reason == "manual":
-                await self._emit(CompactionStart(reason))
-                await self._emit(CompactionEnd(None, tokens_before, reason=reason))
+        if cut == 0 and reason != "manual":
             return None
-        await self._emit(CompactionStart(reason))
-        head = messages[0]
+        head = messages[0] if messages else None
         previous = head.summary if isinstance(head, CompactionSummary) else None
         older = messages[1 if previous is not None else 0 : cut]
         summary: CompactionSummary | None = None
-        usage = error = None
-        try:
-            text, usage, error = await self._summarise(
-                older, previous, model, options, instructions
-            )
+        text = usage = error = None
+        try:  # from the start event on: an end follows it, aborted if need be
+            await self._emit(CompactionStart(reason))
+            if cut:
+                text, usage, error = await self._summarise(
+                    older, previous, model, options, instructions
+                )
         except BaseException:
             self.emitter.defer(CompactionEnd(None, tokens_before, reason=reason, aborted=True))
             raise
-        if text is not None:
+        if cut and text is not None:
             summary = CompactionSummary(text, tokens_before)
             transcript.replace([summary, *messages[cut:]])
         await self._emit(

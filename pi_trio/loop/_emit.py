@@ -97,6 +97,7 @@ class Emitter:
         "_sink",
         "_sink_apply",
         "close_timeout",
+        "deferred",
         "failure",
         "interrupted",
         "scope",
@@ -123,6 +124,8 @@ class Emitter:
         """What ended the run with stop_reason "error", once something did."""
         self.interrupted: AgentEvent | None = None
         """An event that was applied but whose delivery a cancellation cut short."""
+        self.deferred: list[AgentEvent] = []
+        """Events applied, whose delivery is left to the close-out (:meth:`defer`)."""
 
     def apply(self, event: AgentEvent) -> None:
         """State first: advance the transcript for ``event``, then the sink's own state.
@@ -195,11 +198,11 @@ class Emitter:
             await self.fail(self.failure)
 
     def defer(self, event: AgentEvent) -> None:
-        """Apply ``event`` now and leave its delivery to :meth:`close` (the step that is being
-        cancelled ends with it: an aborted ``compaction_end``)."""
+        """Apply ``event`` now and leave its delivery to :meth:`close`, after the event whose
+        delivery was cut short (the step that is being cancelled ends with it: an aborted
+        ``compaction_end``, also when it was its ``compaction_start`` that was cut short)."""
         self.apply(event)
-        if self.interrupted is None:
-            self.interrupted = event
+        self.deferred.append(event)
 
     def _cut_short(self, event: AgentEvent) -> None:
         # a tool's progress cut short (by the tool's own timeout too) is not sent again: the
@@ -302,19 +305,21 @@ class Emitter:
         """Deliver a run's closing events, already applied, within ``close_timeout``.
 
         The event whose delivery was cut short goes first (a sink delivers it to whoever
-        missed it, and to nobody twice). Delivery is synchronous as far as the sink allows;
-        an awaitable it returns is awaited in a shielded scope whose deadline is the end of
-        the grace period, counted from the first wait. A sink that raises still gets the rest;
-        once the grace period has expired during a wait, the remaining events are dropped
-        (the state is complete already). Cancellation does not interrupt it.
+        missed it, and to nobody twice), then the deferred ones. Delivery is synchronous as
+        far as the sink allows; an awaitable it returns is awaited in a shielded scope whose
+        deadline is the end of the grace period, counted from the first wait. A sink that
+        raises still gets the rest; once the grace period has expired during a wait, the
+        remaining events are dropped (the state is complete already). Cancellation does not
+        interrupt it.
 
         Raises:
             KeyboardInterrupt: the first one a subscriber raised, once the others had every
                 event (the event it interrupted is sent again, resuming after it).
         """
         interrupted, self.interrupted = self.interrupted, None
-        if interrupted is not None:
-            events.insert(0, interrupted)
+        deferred, self.deferred = self.deferred, []
+        if interrupted is not None or deferred:
+            events[:0] = [*([interrupted] if interrupted is not None else ()), *deferred]
         if not events:
             return
         held = self._tell_closing()

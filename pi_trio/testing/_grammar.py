@@ -18,6 +18,8 @@ from ..events import (
     AgentEvent,
     AgentStart,
     BudgetReached,
+    CompactionEnd,
+    CompactionStart,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -50,7 +52,8 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
     the messages of the run's ``message_end`` events; every other event inside a turn; turns,
     messages and tool executions opened and closed in pairs (tool executions by id), never
     nested where pi does not nest them; updates only inside an open assistant message or tool
-    execution; a tool-result message only after its tool execution ended; no event object
+    execution; a tool-result message only after its tool execution ended; every
+    ``compaction_start`` closed by a ``compaction_end`` in the same turn; no event object
     delivered twice.
     """
     problems: list[str] = []
@@ -68,7 +71,7 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
     if not isinstance(events[-1], AgentEnd):
         problems.append(f"the last event is {events[-1].type}, not agent_end")
 
-    in_turn = False
+    in_turn = compacting = False
     open_message: AgentMessage | None = None
     running: set[str] = set()
     waiting: set[str] = set()  # a tool_approval_request stands for their end in this run
@@ -107,7 +110,18 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
                 problems.append(
                     f"{where}: the turn ended with tool executions open: {sorted(running)}"
                 )
-            in_turn = False
+            if compacting:
+                problems.append(f"{where}: the turn ended with a compaction open")
+            in_turn = compacting = False
+        elif isinstance(event, CompactionStart | CompactionEnd):
+            starting = isinstance(event, CompactionStart)
+            if compacting == starting:
+                problems.append(
+                    f"{where}: a compaction started inside an open one"
+                    if starting
+                    else f"{where}: a compaction ended that never started"
+                )
+            compacting = starting
         elif isinstance(event, MessageStart):
             if open_message is not None:
                 problems.append(f"{where}: a message started inside an open message")
@@ -164,6 +178,8 @@ def check_events(events: Sequence[AgentEvent | QueueUpdate | BudgetReached]) -> 
         problems.append(f"the events end with the {open_message.role} message still open")
     if running:
         problems.append(f"tool executions started but never ended: {sorted(running)}")
+    if compacting:
+        problems.append("a compaction_start without its compaction_end")
     return problems
 
 
