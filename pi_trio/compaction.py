@@ -145,20 +145,27 @@ def _usage_tokens(usage: Usage) -> int:
     return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
 
 
-def _reported(message: AgentMessage) -> int:
-    """The context size a response reported (0: it reported none that counts)."""
+def _reported(message: AgentMessage, since: int | None) -> int:
+    """The context size a response reported (0: it reported none that counts, or it is not
+    newer than ``since``, a compaction's time: it measured the context before it)."""
     if not isinstance(message, AssistantMessage) or message.stop_reason in ("error", "aborted"):
+        return 0
+    if since is not None and message.timestamp <= since:
         return 0
     return _usage_tokens(message.usage)
 
 
 def context_tokens(messages: Sequence[AgentMessage]) -> int:
     """The context's size: the last response's reported usage, plus the estimate of every
-    message after it (all of them estimated when no response reported one)."""
+    message after it (all of them estimated when no response reported one). Behind a
+    leading summary, a response older than the summary reported the context before that
+    compaction: it is estimated instead (as pi skips its check for such a response)."""
+    head = messages[0] if messages else None
+    since = head.timestamp if isinstance(head, CompactionSummary) else None
     trailing = 0
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        reported = _reported(message)
+        reported = _reported(message, since)
         if reported:
             return reported + trailing
         trailing += estimate_tokens(message)
