@@ -235,23 +235,29 @@ class Retrying:
             return unknown_commit(self.description, request_session(request), request.op, cause)
         if isinstance(exc, SessionLogError):
             return exc
+        text = f"session store {self.description}: {cause}"
+        return self._classified(exc, request_session(request), text)
+
+    def refusal(self, request: Request, exc: BaseException) -> SessionLogError:
+        """What the server said of one append of a group (not a dropped connection), as its
+        caller gets it: classified as for any request (below), nothing of it written."""
+        cause = scrub(exception_line(exc), self._url).strip()
         session_id = request_session(request)
+        text = f"session {session_id!r}: the store refused this commit, nothing of it was written"
+        error = self._classified(exc, session_id, f"{text} ({cause})")
+        error.__cause__ = self._chained(exc)
+        return error
+
+    def _classified(self, exc: BaseException, session_id: str, text: str) -> SessionLogError:
+        """The request's own rows refused (a duplicate entry, text the server cannot take:
+        ``IntegrityError``, ``DataError``) is a plain ``SessionLogError``; the store failing
+        otherwise, whichever session asked (a full disk, a read-only server after a failover,
+        a timeout, a table or privilege missing after a migration) a ``SessionStoreError``."""
         if isinstance(exc, (self._psycopg.IntegrityError, self._psycopg.DataError)):
-            # this request's own rows refused (a duplicate entry, text the server cannot take)
-            return SessionLogError(
-                f"session store {self.description}: {cause}",
-                session_id=session_id,
-                problem=type(exc).__name__,
-            )
-        # the store failing, whichever session asked: a full disk, a read-only server after a
-        # failover, a timeout, a table or privilege missing after a migration
+            return SessionLogError(text, session_id=session_id, problem=type(exc).__name__)
         full = isinstance(exc, self._psycopg.Error) and exc.sqlstate == "53100"
         problem = "disk full" if full else ""
-        return SessionStoreError(
-            f"session store {self.description}: {cause}",
-            session_id=session_id,
-            problem=problem or type(exc).__name__,
-        )
+        return SessionStoreError(text, session_id=session_id, problem=problem or type(exc).__name__)
 
 
 def _what(group: list[Request]) -> str:

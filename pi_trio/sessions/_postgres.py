@@ -35,18 +35,14 @@ import trio
 from .._errors import SessionBusyError, SessionLogError
 from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
 from ._group import GroupCommitter
+from ._pg_append import append_group
 from ._pg_retry import Retrying, transaction
 from ._pg_schema import (
     CHANNEL,
-    INSERT,
-    INSERT_CHECKED,
     LAST_SEEN,
     NOW,
-    check_leases,
     check_or_create,
-    columns,
     import_psycopg,
-    lost,
     redact,
     scrub,
 )
@@ -199,76 +195,9 @@ class PostgresBackend:
 
     def _append_group(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
         """Every request's rows in one transaction, after locking and checking their sessions'
-        leases. Rows the server refuses (a duplicate seq, JSON it cannot store such as NaN)
-        send the group through one savepoint per request, so that only that session's commit
-        fails (with nothing of it written) and the others' go through."""
-        psycopg = self._psycopg
-        refused = (psycopg.IntegrityError, psycopg.DataError)
-        if not any(request.args[2] for request in group):  # no inbox rows to move: one statement
-            try:
-                self._append_at_once(conn, group)
-                return
-            except refused:
-                pass
-            for request in group:
-                request.result = None
-        try:
-            with conn.transaction():
-                ready = check_leases(conn, group)
-                self._insert(conn, ready)
-        except refused:
-            for request in group:
-                request.result = None
-            with conn.transaction():
-                ready = check_leases(conn, group)
-                for request in ready:
-                    try:
-                        with conn.transaction():
-                            self._insert(conn, [request])
-                    except refused as exc:
-                        sid = request.args[0].session_id
-                        request.result = _error(
-                            SessionLogError(
-                                f"session {sid!r}: the store refused this commit, nothing of it "
-                                f"was written ({scrub(str(exc), self._url).strip()})",
-                                session_id=sid,
-                                problem=type(exc).__name__,
-                            )
-                        )
-        for request in group:
-            if request.result is None:
-                request.result = _value(None)
-
-    def _append_at_once(self, conn: psycopg.Connection[Any], group: list[Request]) -> None:
-        """The usual path: every row in one statement. The requests whose lease was not
-        current (their rows were left out) fail; the others are committed."""
-        ids = sorted({request.args[0].session_id for request in group})
-        inserted = conn.execute(INSERT_CHECKED, [ids, *columns(group, holders=True)])
-        written = {(row[0], row[1]) for row in inserted.fetchall()}
-        missing = [
-            r for r in group if r.args[1] and (r.args[0].session_id, r.args[0].epoch) not in written
-        ]
-        for request in group:
-            request.result = _value(None)
-        if missing:
-            epochs = dict(
-                conn.execute(
-                    "SELECT session_id, epoch FROM pi_trio_sessions WHERE session_id = ANY(%s)",
-                    ([r.args[0].session_id for r in missing],),
-                ).fetchall()
-            )
-            for request in missing:
-                lease = request.args[0]
-                epoch = epochs.get(lease.session_id)
-                request.result = _error(lost(lease, epoch, expired=epoch == lease.epoch))
-
-    @staticmethod
-    def _insert(conn: psycopg.Connection[Any], group: list[Request]) -> None:
-        if any(request.args[1] for request in group):
-            conn.execute(INSERT, columns(group, holders=False))
-        inbox = [ident for request in group for ident in request.args[2]]
-        if inbox:
-            conn.execute("DELETE FROM pi_trio_inbox WHERE id = ANY(%s)", (inbox,))
+        leases; what one session's rows make the server refuse fails that session alone
+        (:mod:`._pg_append`)."""
+        append_group(conn, group, self._psycopg, self._retrying[0].refusal)
 
     def _lease_row(self, conn: psycopg.Connection[Any], sid: str, holder: Holder) -> Any:
         return conn.execute(
@@ -490,7 +419,3 @@ def _one(cursor: Any) -> Any:
 
 def _value(value: Any) -> outcome.Outcome[Any]:
     return outcome.Value(value)
-
-
-def _error(exc: BaseException) -> outcome.Outcome[Any]:
-    return outcome.Error(exc)

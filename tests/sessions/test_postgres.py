@@ -273,35 +273,50 @@ async def test_pi_trio_sessions_lists_a_postgresql_store(postgres_url: str) -> N
     assert done.stdout.decode().startswith("from-the-web\t0 entries")
 
 
-async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str) -> None:
+@pytest.mark.parametrize("refusal", ["rows", "store"])
+async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str, refusal: str) -> None:
+    """``rows``: session b's row is JSON the server cannot take (a SessionLogError); ``store``:
+    a trigger refuses b's rows for a reason of the store's own (a privilege: a
+    SessionStoreError). Either way g, committed in the same group, goes through (before, the
+    second failed every session of the group)."""
     import psycopg
 
     async with pt.open_session_store(postgres_url, connections=1) as store:
         backend = store.backend
         leases = {name: await backend.acquire(name, new_holder(name)) for name in "wgb"}
+        if refusal == "store":
+            Raw("postgresql", postgres_url)(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.session_id = 'b' THEN RAISE EXCEPTION 'no grant' USING ERRCODE = "
+                "'42501'; END IF; RETURN NEW; END $$; CREATE TRIGGER refuse BEFORE INSERT ON "
+                "pi_trio_entries FOR EACH ROW EXECUTE FUNCTION refuse()"
+            )
         blocker = psycopg.connect(postgres_url)
         try:  # the store's one connection waits on this lock...
             blocker.execute("SELECT 1 FROM pi_trio_sessions WHERE session_id = 'w' FOR UPDATE")
-            outcomes: dict[str, str] = {}
+            outcomes: dict[str, Any] = {}
 
             async def append(name: str, data: str) -> None:
                 try:
                     await backend.append(leases[name], [(1, "run_start", data, 1, 1)])
                     outcomes[name] = "ok"
                 except pt.SessionLogError as exc:
-                    outcomes[name] = str(exc)
+                    outcomes[name] = exc
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(append, "w", "{}")
                 await trio.sleep(0.2)
                 nursery.start_soon(append, "g", "{}")  # ...while these two queue up: one group
-                nursery.start_soon(append, "b", "{no json")
+                nursery.start_soon(append, "b", "{no json" if refusal == "rows" else "{}")
                 await trio.sleep(0.2)
                 blocker.rollback()
         finally:
             blocker.close()
         assert outcomes["w"] == outcomes["g"] == "ok"
-        assert "session 'b': the store refused this commit" in outcomes["b"]
+        failed = outcomes["b"]
+        assert "session 'b': the store refused this commit" in str(failed)
+        assert isinstance(failed, pt.SessionStoreError) == (refusal == "store")
+        assert failed.session_id == "b"
         assert [len(await store.load(name)) for name in "wgb"] == [1, 1, 0]
 
 
