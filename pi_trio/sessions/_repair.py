@@ -323,7 +323,10 @@ def _restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
     ):
         try:
             if kind == "message":
-                messages.append(read_message(session_id, seq, data))
+                message = read_message(session_id, seq, data)
+                messages.append(message)
+                if type(message) is AssistantMessage:
+                    _forget_earlier_calls(image, message)
             elif kind == "tool_result":
                 image.results[data["toolCallId"]] = (seq, data, when)
             elif kind == "tool_intent":
@@ -354,6 +357,19 @@ def _restore(session_id: str, rows: Iterable[StoredRow]) -> SessionImage:
             raise entry_error(session_id, seq, f"a {kind} entry without {exc}") from None
         image.last_seq = seq
     return image
+
+
+def _forget_earlier_calls(image: SessionImage, message: AssistantMessage) -> None:
+    """A call's intent, approval, decision and result entries come after the message that
+    made the call: those logged before ``message`` belong to an earlier call of the same id
+    (models that number their calls per turn, ``call_0``, reuse ids), never to its calls."""
+    for block in message.content:
+        if type(block) is ToolCall:
+            call_id = block.id
+            image.intents.discard(call_id)
+            image.approvals.discard(call_id)
+            image.decisions.pop(call_id, None)
+            image.results.pop(call_id, None)
 
 
 def logged_result(session_id: str, seq: int, data: dict[str, Any], when: int) -> ToolResultMessage:
