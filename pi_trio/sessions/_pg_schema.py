@@ -101,11 +101,24 @@ may hold an unescaped "/", which ends a URL's authority for ``urlsplit`` but not
 which would then quote the password in its error)."""
 
 
-def _password(url: str) -> str | None:
+_SECRET_KEYS = frozenset({"password", "sslpassword"})
+"""Connection parameters whose value is a secret (libpq decodes a key's %-escapes, so
+``%70assword`` is ``password`` too)."""
+
+
+def _secret_item(item: str) -> bool:
+    key = urllib.parse.unquote_plus(item.partition("=")[0]).strip().lower()
+    return key in _SECRET_KEYS
+
+
+def _secrets(url: str) -> set[str]:
+    """The secrets ``url`` holds: its user-info password and its secret query parameters'
+    values, each as written and %-decoded."""
     found = _USER_INFO.match(url)
-    if found is None:
-        return None
-    return found.group(1).partition(":")[2] or None
+    values = [found.group(1).partition(":")[2]] if found is not None else []
+    query = url.partition("?")[2].partition("#")[0]
+    values += [item.partition("=")[2] for item in query.split("&") if _secret_item(item)]
+    return {form for value in values for form in (value, urllib.parse.unquote(value))} - {""}
 
 
 def redact(url: str) -> str:
@@ -119,9 +132,7 @@ def redact(url: str) -> str:
     except ValueError:
         return "postgresql://(unparsable URL)"
     netloc = parts.netloc
-    query = "&".join(
-        item for item in parts.query.split("&") if not item.lower().startswith("password=")
-    )
+    query = "&".join(item for item in parts.query.split("&") if not _secret_item(item))
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
@@ -137,9 +148,7 @@ def import_psycopg() -> Any:
 
 def scrub(text: str, url: str) -> str:
     """An error text from libpq with any password of ``url`` taken out (belt and braces)."""
-    password = _password(url)  # also of a URL urlsplit refuses (an unclosed "[" say)
-    for secret in {password, urllib.parse.unquote(password or "")} - {None, ""}:
-        assert secret is not None
+    for secret in sorted(_secrets(url), key=len, reverse=True):  # also of a URL urlsplit refuses
         text = text.replace(secret, "***")
     return re.sub(r"(?i)password=\S+", "password=***", text)
 

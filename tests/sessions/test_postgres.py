@@ -86,6 +86,9 @@ async def test_a_password_is_never_in_a_message_or_description(
         "postgresql://postgres:s3cr3tPW/%3A%40@127.0.0.1:1/db",
         "postgresql://postgres:s3cr3tPW@[::1:1/db",  # unparsable
         "postgresql://postgres@127.0.0.1:1/db?password=s3cr3tPW&sslmode=bogus",
+        # libpq decodes a parameter's name: this is the password too
+        "postgresql://postgres@127.0.0.1:1/db?%70assword=s3cr3tPW&sslmode=bogus",
+        "postgresql://postgres@127.0.0.1:1/db?sslpassword=s3cr3tPW&sslmode=bogus",
     ],
 )
 async def test_a_password_in_an_odd_url_is_never_shown(
