@@ -22,6 +22,7 @@ import trio
 
 from .._callbacks import exception_line
 from .._errors import SessionBusyError, SessionStoreError
+from .._groups import plain_exception
 from .._logging import sessions_logger
 from ..agent import Agent
 from ._holders import new_holder
@@ -79,10 +80,14 @@ async def serve_sessions(
             f"poll_interval must be a positive number of seconds, not {poll_interval!r}"
         )
     worker = _Worker(store, backend, agent_options, concurrency, _Resting(poll_interval))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(worker.listen)
-        task_status.started()
-        await worker.claim_loop(nursery, poll_interval)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(worker.listen)
+            task_status.started()
+            await worker.claim_loop(nursery, poll_interval)
+    except BaseExceptionGroup as group:  # a KeyboardInterrupt or SystemExit from a run
+        leaf = plain_exception(group)
+        raise leaf from leaf.__cause__
 
 
 class _Worker:
@@ -172,12 +177,20 @@ class _Worker:
     async def run_one(self, lease: Any, taken: float) -> None:
         session_id = lease.session_id
         try:
+            if self.resting.resting(session_id, trio.current_time()):
+                # it failed while this claim was on its way (the list of those left out was
+                # made before): given back still pending, to be claimed when it is due
+                with trio.CancelScope(shield=True):
+                    await self.backend.release(lease)
+                return
             try:
                 made = self.options(session_id) if callable(self.options) else self.options
                 options = dict(made)
-            except BaseException:
-                with trio.CancelScope(shield=True):  # not retried until new input comes
-                    await self.backend.release(lease, give_up=True)
+            except BaseException as exc:
+                # not retried until new input comes, unless the store failed (see below)
+                give_up = isinstance(exc, Exception) and not isinstance(exc, SessionStoreError)
+                with trio.CancelScope(shield=True):
+                    await self.backend.release(lease, give_up=give_up)
                 raise
             initial_state = options.pop("initial_state", None)
             opened = self.store.open_leased(lease, taken, initial_state, options, set_aside=True)
@@ -240,7 +253,8 @@ async def run_until_idle(backend: PostgresBackend, agent: Agent) -> None:
 class _Resting:
     """The sessions the store failed (a :class:`pt.SessionStoreError` while one ran), each left
     out of this worker's claims until it is due again: ``poll_interval`` after its first
-    failure, twice as long after each further one in a row, up to 30 s. So a session the store
+    failure, twice as long after each further one in a row, up to 30 s (also when
+    ``poll_interval`` is longer). So a session the store
     keeps refusing (a trigger, a privilege missing for its rows) is neither claimed nor logged
     at every poll and every other session's end, and the rest of the queue goes on. Other
     workers keep their own account; a session run through is forgotten, and so is one not
@@ -251,11 +265,16 @@ class _Resting:
         self.sessions: dict[str, tuple[int, float]] = {}  # id: failures in a row, when due
 
     def failed(self, session_id: str, now: float) -> tuple[int, float]:
-        """Count a failure; the failures in a row and the seconds until the session is due."""
+        """Count a failure; the failures in a row and the seconds until the session is due
+        (at most 30 s, whatever the poll interval: new input for it waits no longer)."""
         failures = self.sessions.get(session_id, (0, now))[0] + 1
-        delay = _retry_delay(self.poll_interval, failures)
+        delay = min(_retry_delay(self.poll_interval, failures), _MAX_RETRY_DELAY)
         self.sessions[session_id] = (failures, now + delay)
         return failures, delay
+
+    def resting(self, session_id: str, now: float) -> bool:
+        """Whether the session is not due yet."""
+        return self.sessions.get(session_id, (0, now))[1] > now
 
     def recovered(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)

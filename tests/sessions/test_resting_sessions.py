@@ -44,3 +44,16 @@ def test_a_session_not_seen_again_is_forgotten() -> None:
     resting.skipped(now=63.1)
     assert resting.sessions == {}
     assert resting.failed("gone", now=64.0) == (1, 1.0)
+
+
+def test_the_rest_is_at_most_30_s_whatever_the_poll_interval() -> None:
+    """New input for a resting session waits no longer than that."""
+    assert _Resting(poll_interval=300.0).failed("s1", now=0.0) == (1, 30.0)
+    assert _Resting(poll_interval=float("inf")).failed("s1", now=0.0) == (1, 30.0)
+
+
+def test_whether_a_session_rests() -> None:
+    resting = _Resting(poll_interval=1.0)
+    resting.failed("s1", now=0.0)
+    assert resting.resting("s1", now=0.5) and not resting.resting("s1", now=1.0)
+    assert not resting.resting("s2", now=0.5)
