@@ -312,7 +312,7 @@ def check_row(session_id: str, seq: int, kind: str, version: int) -> None:
 def parse_data(session_id: str, seq: int, text: str) -> Any:
     try:
         return json.loads(text)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise entry_error(session_id, seq, f"bad JSON in entry data ({exc})") from None
 
 
@@ -323,7 +323,7 @@ def parse_all(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Any]:
         parsed = json.loads("[" + ",".join([row[2] for row in rows]) + "]")
         if len(parsed) == len(rows):
             return parsed  # type: ignore[no-any-return]
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         pass
     return [parse_data(session_id, row[0], row[2]) for row in rows]
 

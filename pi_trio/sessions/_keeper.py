@@ -56,10 +56,14 @@ async def pull_inbox(backend: SessionBackend, agent: Agent, recorder: SessionRec
         seen.add(ident)
         recorder.from_inbox = ident
         try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # 5,000 digits, 3,000 levels deep
+            _ignore(recorder, ident, kind, text, f"not JSON this process reads ({exc})")
+        else:
             if kind == "decision":
-                _decide(agent, recorder, ident, json.loads(text))
+                _decide(agent, recorder, ident, data)
             else:
-                _queue(agent, recorder, ident, kind, json.loads(text))
+                _queue(agent, recorder, ident, kind, data)
         finally:
             recorder.from_inbox = None
         moved += 1
@@ -75,17 +79,23 @@ def _queue(agent: Agent, recorder: SessionRecorder, ident: int, kind: str, data:
     message of the session."""
     try:
         message: AgentMessage = from_json(data, AgentMessage)
-    except WireFormatError as exc:
-        why = f"not a message this process reads ({exc})"
-        sessions_logger.warning(
-            "session %r: inbox row %d is %s; it is logged as inbox_ignored and deleted",
-            recorder.session_id,
-            ident,
-            why,
-        )
-        recorder.note("inbox_ignored", {"inbox": ident, "row": kind, "data": data, "why": why})
+    except (WireFormatError, RecursionError) as exc:
+        _ignore(recorder, ident, kind, data, f"not a message this process reads ({exc})")
         return
     (agent.steer if kind == "steer" else agent.follow_up)(message)
+
+
+def _ignore(recorder: SessionRecorder, ident: int, kind: str, data: Any, why: str) -> None:
+    """Log an inbox row as ``inbox_ignored`` (its data kept: the JSON, or the text that is
+    not JSON) and leave it to the commit to delete: it would otherwise hold up every later
+    message of the session."""
+    sessions_logger.warning(
+        "session %r: inbox row %d is %s; it is logged as inbox_ignored and deleted",
+        recorder.session_id,
+        ident,
+        why,
+    )
+    recorder.note("inbox_ignored", {"inbox": ident, "row": kind, "data": data, "why": why})
 
 
 def _decide(agent: Agent, recorder: SessionRecorder, ident: int, data: Any) -> None:

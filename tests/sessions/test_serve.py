@@ -393,6 +393,37 @@ async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_asi
     assert len(warned) == 1
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"role": "user", "content": "x", "timestamp": 1' + "0" * 5_000 + "}",  # over 4,300 digits
+        '{"role": "user", "content": ' + "[" * 3_000 + "]" * 3_000 + ', "timestamp": 1}',
+    ],
+    ids=["huge-number", "deep"],
+)
+async def test_an_inbox_row_python_cannot_read_is_logged_ignored_alone(
+    postgres_url: str, data: str
+) -> None:
+    """JSON PostgreSQL takes and Python's parser refuses (before: the session was set aside,
+    and every later message with it)."""
+    raw = Raw("postgresql", postgres_url)
+    options = _echo_options()
+    async with pt.open_session_store(postgres_url, lease_ttl=30) as store:
+        await store.enqueue("s", "first")
+        raw(
+            "INSERT INTO pi_trio_inbox (session_id, kind, data, time) "
+            "VALUES ('s', 'follow_up', ?::json, 1)",
+            data,
+        )
+        await store.enqueue("s", "after the odd row")
+        await _serve_until_idle(store, options, raw)
+        entries = await store.load("s")
+    (ignored,) = [e.data for e in entries if e.kind == "inbox_ignored"]
+    assert ignored["data"] == data and "not JSON this process reads" in ignored["why"]
+    said = str([e.data for e in entries if e.kind == "message"])
+    assert "answer to first" in said and "answer to after the odd row" in said
+
+
 async def test_input_that_comes_while_a_failing_session_is_held_is_claimed_again(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
