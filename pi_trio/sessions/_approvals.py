@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._errors import SessionBusyError, SessionNotFoundError
+from .._callbacks import exception_line
+from .._errors import SessionBusyError, SessionLogError, SessionNotFoundError, SessionStoreError
+from .._logging import sessions_logger
 from ..messages import ToolCall, now_ms
 from ..tools import ToolDecision
 from ._backend import Lease, SessionBackend, as_leased
@@ -46,21 +48,49 @@ async def _undecided(
     if leased is not None:
         for _ident, kind, text in await leased.inbox(session_id):
             if kind == "decision":
-                decided.add(json.loads(text).get("toolCallId"))
+                decided.add(_decided_call(text))
     calls = [call for call in waiting_calls(image, image.messages) if call.id not in decided]
     return image, calls
 
 
+def _decided_call(text: str) -> Any:
+    """The call id a decision row of the inbox names (None for a row that names none: its
+    holder logs it as ignored)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data.get("toolCallId") if isinstance(data, dict) else None
+
+
 async def undecided_calls(
-    backend: SessionBackend, session_ids: list[str]
+    backend: SessionBackend, session_ids: list[str], *, skip_unreadable: bool = False
 ) -> list[tuple[str, ToolCall]]:
     """``(session_id, call)`` for every call of those sessions that waits for a decision.
 
     Reads each session's log (in the backend's worker thread); cancellation stops between
-    sessions, leaving nothing behind."""
+    sessions, leaving nothing behind.
+
+    Args:
+        skip_unreadable: a session whose log cannot be read is logged (a warning) and left
+            out, rather than failing the whole listing (a store-wide one).
+
+    Raises:
+        pt.SessionLogError: a log cannot be read (unless ``skip_unreadable``).
+    """
     found: list[tuple[str, ToolCall]] = []
     for session_id in session_ids:
-        _, calls = await _undecided(backend, session_id)
+        try:
+            _, calls = await _undecided(backend, session_id)
+        except SessionLogError as exc:
+            if not skip_unreadable or isinstance(exc, SessionStoreError):
+                raise
+            sessions_logger.warning(
+                "session %r: left out of the pending approvals: %s",
+                session_id,
+                exception_line(exc),
+            )
+            continue
         found.extend((session_id, call) for call in calls)
     return found
 

@@ -369,6 +369,8 @@ class SessionStore:
         Raises:
             pt.SessionNotFoundError: ``session_id`` names no session of the store (a typo
                 would otherwise look like "nothing waits").
+            pt.SessionLogError: that session's log cannot be read (in a store-wide listing,
+                such a session is left out with a warning instead).
         """
         if session_id is not None:
             if not await self._exists(session_id):
@@ -379,7 +381,7 @@ class SessionStore:
             ids = [session_id]
         else:
             ids = [info.session_id for info in await self.backend.list_sessions()]
-        return await undecided_calls(self.backend, ids)
+        return await undecided_calls(self.backend, ids, skip_unreadable=session_id is None)
 
     async def approve(self, session_id: str, tool_call_id: str) -> None:
         """Approve a waiting tool call from any process, the session held or not (see
