@@ -39,7 +39,7 @@ from ._backend import (
     check_new_session_id,
     check_session_id,
 )
-from ._entries import Note, dumps, encode
+from ._entries import Note, dumps, encode, entry_error
 from ._holders import new_holder
 from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session, refusal
 from ._recorder import model_json
@@ -178,9 +178,14 @@ async def export_pi_session(
             f"no session {session_id!r} in {backend.description}", session_id=session_id
         )
     image = restore(session_id, rows)
+    settings: Any = image.settings  # a hand-edited log may hold anything there
+    if settings is not None and not (
+        isinstance(settings, dict) and isinstance(settings.get("model"), dict)
+    ):
+        raise entry_error(session_id, None, "unreadable state entry (no model object)")
     text = pi_session_text(
         image.messages,
-        image.settings,
+        settings,
         session_id=session_id,
         cwd=os.getcwd() if cwd is None else cwd,
     )

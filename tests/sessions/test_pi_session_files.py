@@ -170,6 +170,24 @@ async def test_an_export_never_replaces_a_file_unless_asked(tmp_path: Path) -> N
     assert left == ["out.jsonl"]  # no temporary file left beside it
 
 
+@pytest.mark.parametrize("state", ["[]", '"x"', '{"model": "gpt"}'])
+async def test_an_export_of_a_hand_edited_state_entry_is_a_log_error(
+    tmp_path: Path, state: str
+) -> None:
+    """As opening the session would say (before: a bare AttributeError); nothing written."""
+    from pi_trio.sessions._holders import new_holder
+
+    out = tmp_path / "out.jsonl"
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        lease = await store.backend.acquire("s", new_holder("w"))
+        assert not isinstance(lease, str)
+        await store.backend.append(lease, [(1, "state", state, 1, 1)])
+        await store.backend.release(lease)
+        with pytest.raises(pt.SessionLogError, match="unreadable state entry"):
+            await store.export_pi_session("s", out)
+    assert not out.exists()
+
+
 # --- what is refused ---------------------------------------------------------------------
 
 
