@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import outcome
 import trio
 
-from .._errors import SessionBusyError, SessionLogError
+from .._errors import SessionBusyError, SessionLogError, SessionNotFoundError
 from ._backend import Holder, Lease, Row, SessionInfo, StoredRow
 from ._group import GroupCommitter
 from ._pg_append import append_group
@@ -292,11 +292,22 @@ class PostgresBackend:
         with transaction(conn, self._psycopg):
             # the session's row first: its lock orders the session's inbox ids by commit, so
             # a lease's inbox_seen (read under that lock) is below every later message's id
-            conn.execute(
-                f"INSERT INTO pi_trio_sessions (session_id, created, epoch, pending) VALUES "
-                f"(%s, {NOW}, 0, true) ON CONFLICT (session_id) DO UPDATE SET pending = true",
-                (session_id,),
-            )
+            if kind == "decision":  # about a waiting call: never brings a deleted session back
+                found = conn.execute(
+                    "UPDATE pi_trio_sessions SET pending = true WHERE session_id = %s",
+                    (session_id,),
+                )
+                if found.rowcount != 1:
+                    raise SessionNotFoundError(
+                        f"no session {session_id!r} in {self.description} (deleted)",
+                        session_id=session_id,
+                    )
+            else:
+                conn.execute(
+                    f"INSERT INTO pi_trio_sessions (session_id, created, epoch, pending) VALUES "
+                    f"(%s, {NOW}, 0, true) ON CONFLICT (session_id) DO UPDATE SET pending = true",
+                    (session_id,),
+                )
             (ident,) = _one(
                 conn.execute(
                     "INSERT INTO pi_trio_inbox (session_id, kind, data, time) VALUES (%s, %s, "

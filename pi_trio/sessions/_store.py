@@ -392,7 +392,7 @@ class SessionStore:
         Raises:
             KeyError: the call does not wait for a decision in that session.
             pt.SessionBusyError: a SQLite store, and another process holds the session.
-            pt.SessionNotFoundError: a SQLite store without that session.
+            pt.SessionNotFoundError: the store has no such session (deleted, say).
         """
         check_session_id(session_id)
         await decide_in_store(

@@ -330,3 +330,17 @@ async def test_a_postgresql_store_is_a_leased_backend(postgres_url: str) -> None
         assert isinstance(store.backend, LeasedBackend)
         assert as_leased(store.backend) is store.backend
         assert as_leased(store.backend) is store.backend  # the cached answer, the same
+
+
+async def test_a_decision_never_brings_a_deleted_session_back(postgres_url: str) -> None:
+    """``store.approve()`` checks the log, then puts the decision in the inbox; a delete in
+    between left the decision's enqueue to make the session again, pending with nothing but
+    a decision. The enqueue of a decision now finds no session and says so."""
+    raw = Raw("postgresql", postgres_url)
+    async with pt.open_session_store(postgres_url) as store:
+        data = '{"toolCallId": "c1", "approved": true, "reason": ""}'
+        with pytest.raises(pt.SessionNotFoundError, match="'gone'"):
+            await store.backend.enqueue("gone", "decision", data, 1)  # type: ignore[attr-defined]
+        await store.enqueue("here", "hi")  # a message still makes its session
+    assert raw("SELECT session_id FROM pi_trio_sessions") == [("here",)]
+    assert raw("SELECT session_id FROM pi_trio_inbox") == [("here",)]
