@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from . import faux
 from ._builder import ABORTED_MESSAGE, MessageBuilder
-from ._failure import ProviderFailure, redact
+from ._failure import ProviderFailure, redact, text_piece
 from ._http import pool_in_use
 from ._options import CacheRetention, HttpClient, StreamFn, StreamOptions, ThinkingBudgets
 from ._registry import (
@@ -54,5 +54,6 @@ __all__ = [
     "registered_apis",
     "stream_simple",
     "stream_wire",
+    "text_piece",
     "unregister_api",
 ]

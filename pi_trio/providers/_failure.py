@@ -83,6 +83,18 @@ class ProviderFailure(PiError):
         )
 
 
+def text_piece(value: object, what: str) -> str:
+    """``value``, a piece of streamed text (``what`` names it: "a text delta"). Anything but a
+    string is the provider's mistake and fails the response: appended as it was, it would
+    leave a message that cannot be read, encoded or sent again, and the session with it."""
+    if type(value) is str:
+        return value
+    raise ProviderFailure(
+        f"the provider sent {what} that is not text: {shorten(repr(value), 80)}",
+        kind="protocol",
+    )
+
+
 def kind_of_status(status: int) -> ProviderErrorKind:
     """The ``pt.ProviderError`` kind of an HTTP error status."""
     if status in (401, 403):

@@ -37,7 +37,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, kind_of_code
+from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -340,9 +340,11 @@ class AnthropicDecoder:
         kind = delta.get("type")
         builder = self.builder
         if kind == "text_delta":
-            return [builder.text_delta(position, delta["text"])]
+            return [builder.text_delta(position, text_piece(delta["text"], "a text delta"))]
         if kind == "thinking_delta":
-            return [builder.thinking_delta(position, delta["thinking"])]
+            return [
+                builder.thinking_delta(position, text_piece(delta["thinking"], "a thinking delta"))
+            ]
         if kind == "input_json_delta":
             piece = delta["partial_json"]
             return [builder.tool_call_delta(position, piece, parse_partial=True)]

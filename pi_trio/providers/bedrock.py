@@ -33,7 +33,7 @@ from ..messages import (
 from ..models import Model
 from ._aws import EVENTSTREAM_FRAMING, converse_stream_url, resolve_auth, signed
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, text_piece
 from ._log_guard import guard_secrets
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
@@ -327,7 +327,7 @@ class BedrockDecoder:
                 out.append(builder.text_start())
                 position = self.blocks[index] = len(builder.message.content) - 1
             if isinstance(builder.message.content[position], TextContent):
-                out.append(builder.text_delta(position, delta["text"]))
+                out.append(builder.text_delta(position, text_piece(delta["text"], "a text delta")))
         elif "toolUse" in delta:
             if position is not None and isinstance(builder.message.content[position], ToolCall):
                 piece = delta["toolUse"].get("input") or ""
@@ -340,7 +340,11 @@ class BedrockDecoder:
             if isinstance(block, ThinkingContent):
                 reasoning = delta["reasoningContent"]
                 if reasoning.get("text"):
-                    out.append(builder.thinking_delta(position, reasoning["text"]))
+                    out.append(
+                        builder.thinking_delta(
+                            position, text_piece(reasoning["text"], "a thinking delta")
+                        )
+                    )
                 if reasoning.get("signature"):
                     block.thinking_signature = (block.thinking_signature or "") + reasoning[
                         "signature"

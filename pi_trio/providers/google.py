@@ -34,7 +34,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, kind_of_code
+from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -309,12 +309,14 @@ class GoogleDecoder:
         if isinstance(block, ThinkingContent):
             if signature:
                 block.thinking_signature = signature
-            out.append(builder.thinking_delta(self.current, part["text"]))
+            out.append(
+                builder.thinking_delta(self.current, text_piece(part["text"], "a thinking delta"))
+            )
         else:
             assert isinstance(block, TextContent)
             if signature:
                 block.text_signature = signature
-            out.append(builder.text_delta(self.current, part["text"]))
+            out.append(builder.text_delta(self.current, text_piece(part["text"], "a text delta")))
         return out
 
     def _function_call(self, part: dict[str, Any]) -> list[StreamEvent]:

@@ -43,7 +43,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure
+from ._failure import ProviderFailure, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
@@ -243,15 +243,15 @@ class MistralDecoder:
         delta = choice.get("delta") or {}
         out: list[StreamEvent] = []
         content = delta.get("content")
-        for item in [content] if isinstance(content, str) else content or []:
+        for item in content if isinstance(content, list) else [content] if content else []:
             out += self._content(item)
         for call in delta.get("tool_calls") or []:
             out += self._tool_call(call)
         return out
 
     def _content(self, item: Any) -> list[StreamEvent]:
-        if isinstance(item, str):
-            return self._append(TextContent, item)
+        if not isinstance(item, dict):
+            return self._append(TextContent, text_piece(item, "a text delta"))
         if item.get("type") == "text":
             return self._append(TextContent, item.get("text") or "")
         if item.get("type") == "thinking":
@@ -270,9 +270,9 @@ class MistralDecoder:
             out.append(builder.text_start() if kind is TextContent else builder.thinking_start())
             self.open = len(builder.message.content) - 1
         if kind is TextContent:
-            out.append(builder.text_delta(self.open, text))
+            out.append(builder.text_delta(self.open, text_piece(text, "a text delta")))
         else:
-            out.append(builder.thinking_delta(self.open, text))
+            out.append(builder.thinking_delta(self.open, text_piece(text, "a thinking delta")))
         return out
 
     def _close(self) -> list[StreamEvent]:

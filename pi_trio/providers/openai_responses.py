@@ -45,7 +45,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, kind_of_code
+from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
@@ -288,7 +288,11 @@ class ResponsesDecoder:
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             if self._open(ThinkingContent):
                 assert self.current is not None
-                return [builder.thinking_delta(self.current, data["delta"])]
+                return [
+                    builder.thinking_delta(
+                        self.current, text_piece(data["delta"], "a thinking delta")
+                    )
+                ]
         elif kind == "response.reasoning_summary_part.done":
             if self._open(ThinkingContent):
                 assert self.current is not None
@@ -296,7 +300,7 @@ class ResponsesDecoder:
         elif kind in ("response.output_text.delta", "response.refusal.delta"):
             if self._open(TextContent):
                 assert self.current is not None
-                return [builder.text_delta(self.current, data["delta"])]
+                return [builder.text_delta(self.current, text_piece(data["delta"], "a text delta"))]
         elif kind == "response.function_call_arguments.delta":
             if self._open(ToolCall):
                 assert self.current is not None

@@ -34,6 +34,7 @@ from ..providers import (
     parse_event_json,
     redact,
     stream_wire,
+    text_piece,
 )
 from ..wire import from_json
 from ._protocol import (
@@ -191,9 +192,9 @@ class ProxyDecoder:
 
     def _delta(self, kind: str, position: int, delta: str) -> StreamEvent:
         if kind == "text_delta":
-            return self.builder.text_delta(position, delta)
+            return self.builder.text_delta(position, text_piece(delta, "a text delta"))
         if kind == "thinking_delta":
-            return self.builder.thinking_delta(position, delta)
+            return self.builder.thinking_delta(position, text_piece(delta, "a thinking delta"))
         return self.builder.tool_call_delta(position, delta, parse_partial=True)
 
     def _apply(self, event: ProxyEvent) -> Iterable[StreamEvent]:

@@ -169,6 +169,24 @@ async def test_malformed_event(spec, server, client) -> None:
     )
 
 
+@pytest.mark.parametrize("value", ["123", "null", '{"a": 1}'])
+async def test_a_text_delta_that_is_not_text_leaves_a_usable_message(
+    spec, server, client, value
+) -> None:
+    """Before: appended as it came, it left a message that could not be read, encoded or
+    sent again (every later request of the session failed)."""
+    chunks = [chunk.replace('"Hello"', value) for chunk in spec.text]
+    server.script(spec.path, SSE(chunks))
+    message = final(await collect(spec, server, client))
+    assert all(isinstance(block.text, str) for block in message.content if block.type == "text")
+    pt.to_json(message)  # encodes
+    if message.stop_reason == "error":  # (completions skips a delta that is not a string)
+        assert "a text delta that is not text" in (message.error_message or "")
+    server.script(spec.path, SSE(spec.text))
+    again = context(pt.UserMessage("Hi"), message, pt.UserMessage("Go on"))
+    assert final(await collect(spec, server, client, again)).stop_reason == "stop"
+
+
 async def test_429_with_retry_after_then_success(spec, server, client) -> None:
     server.script(
         spec.path,
