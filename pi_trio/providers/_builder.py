@@ -70,7 +70,7 @@ class MessageBuilder:
             None,
             now_ms() if timestamp is None else timestamp,
         )
-        self._args_parts: dict[int, list[str]] = {}
+        self._args_parts: dict[int, _Arguments] = {}
         # content index -> appender() of that text/thinking block, from its first delta
         # (made on first use: the scripted model's zero-delay path never needs it)
         self._appenders: dict[int, Callable[[str], None]] | None = None
@@ -184,7 +184,7 @@ class MessageBuilder:
         content = self.message.content
         content.append(ToolCall(id, name, {}))
         index = len(content) - 1
-        self._args_parts[index] = []
+        self._args_parts[index] = _Arguments()
         event = _new(ToolCallStart)  # ToolCallStart(index, self.message)
         event.extra = None
         event.content_index = index
@@ -195,13 +195,14 @@ class MessageBuilder:
         self, index: int, delta: str, *, parse_partial: bool = False
     ) -> ToolCallDelta:
         """Add a piece of argument JSON. With ``parse_partial`` the call's ``arguments`` are
-        updated from the JSON so far (O(length) per call: for UIs, not for hot paths)."""
-        parts = self._args_parts[index]
-        parts.append(delta)
-        if parse_partial:
+        updated from the JSON so far (for UIs): at every piece while it is short, then once it
+        has grown by a quarter since the last parse, so that a long argument streamed in
+        small pieces costs time linear in its length (a parse is O(length))."""
+        so_far = self._args_parts[index].add(delta, parse_partial)
+        if so_far is not None:
             block = self.message.content[index]
             assert isinstance(block, ToolCall)
-            block.arguments = parse_partial_json("".join(parts))
+            block.arguments = parse_partial_json(so_far)
         event = _new(ToolCallDelta)  # ToolCallDelta(index, delta, self.message)
         event.extra = None
         event.content_index = index
@@ -213,9 +214,9 @@ class MessageBuilder:
         """Finish a tool call: ``arguments`` if given, else the collected JSON parsed."""
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
-        parts = self._args_parts.pop(index, [])
+        parts = self._args_parts.pop(index, None)
         if arguments is None:
-            arguments = _parse_arguments("".join(parts))
+            arguments = _parse_arguments("".join(parts.parts) if parts is not None else "")
         block.arguments = arguments
         event = _new(ToolCallEnd)  # ToolCallEnd(index, block, self.message)
         event.extra = None
@@ -230,6 +231,7 @@ class MessageBuilder:
     ) -> StreamDone:
         """Finish successfully. Without ``reason``: "toolUse" if there are tool calls, else
         "stop" ("deferred" is pi-ai 1.6's: the provider finishes the response later)."""
+        self._settle_open_calls()
         if reason is None:
             reason = "toolUse" if self.message.tool_calls else "stop"
         self.message.stop_reason = reason
@@ -243,9 +245,44 @@ class MessageBuilder:
         self, error_message: str, reason: Literal["error", "aborted"] = "error"
     ) -> StreamError:
         """Finish with a failure; partial content is kept."""
+        self._settle_open_calls()
         self.message.stop_reason = reason
         self.message.error_message = error_message
         return StreamError(reason, self.message)
+
+    def _settle_open_calls(self) -> None:
+        """Calls the stream never ended keep all the JSON that came (a partial parse may
+        have been skipped for the last pieces of a long one)."""
+        for index, arguments in self._args_parts.items():
+            if arguments.parsed != arguments.size:
+                block = self.message.content[index]
+                assert isinstance(block, ToolCall)
+                block.arguments = parse_partial_json("".join(arguments.parts))
+
+
+_PARSE_EVERY_PIECE_UP_TO = 8_192
+"""Arguments (characters) parsed again at every streamed piece; longer ones, once they have
+grown by a quarter."""
+
+
+class _Arguments:
+    """A tool call's argument JSON as it streams in."""
+
+    __slots__ = ("parsed", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.parsed = 0  # the size at the last partial parse
+
+    def add(self, piece: str, parse: bool) -> str | None:
+        """Add ``piece``; the JSON so far when ``parse`` and it is worth parsing again."""
+        self.parts.append(piece)
+        size = self.size = self.size + len(piece)
+        if not parse or (size > _PARSE_EVERY_PIECE_UP_TO and size * 4 < self.parsed * 5):
+            return None
+        self.parsed = size
+        return "".join(self.parts)
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
