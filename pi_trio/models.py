@@ -18,6 +18,7 @@ import attrs
 from . import _models_azure, _models_mistral
 from ._cloud_models import CLOUD_MODELS
 from ._errors import ProviderNotFoundError
+from ._headers import headers_repr
 
 __all__ = [
     "ENV_API_KEYS",
@@ -63,7 +64,7 @@ class Model:
     cost: ModelCost = attrs.field(factory=ModelCost)
     context_window: int = 128_000
     max_tokens: int = 16_384
-    headers: Mapping[str, str] | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, repr=headers_repr)
     compat: Mapping[str, Any] | None = None
 
 

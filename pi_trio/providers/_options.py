@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from .._headers import headers_repr
 from ..events import StreamEvent
 from ..messages import Context
 from ..models import Model, ThinkingLevel
@@ -105,7 +106,7 @@ class StreamOptions:
     session_id: str | None = None
     thinking_budgets: ThinkingBudgets | None = None
     cache_retention: CacheRetention | None = None
-    headers: Mapping[str, str] | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, repr=headers_repr)
     metadata: Mapping[str, Any] | None = None
     http_client: HttpClient | None = attrs.field(default=None, repr=False, eq=False)
     timeout: float | None = None

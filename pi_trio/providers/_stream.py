@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from .._errors import ProviderError
+from .._headers import header_secrets
 from .._logging import providers_logger
 from ..events import StreamError, StreamEvent
 from ..messages import Context, Usage
@@ -201,7 +202,7 @@ async def stream_wire(
         if not isinstance(request, WireRequest):
             request = await _prepared(request, policy, deadline, url or "", masked)
             url = request.url
-        masked += tuple(s for s in request.secrets if s)
+        masked += tuple(s for s in request.secrets if s) + header_secrets(request.headers)
         with guard_secrets(masked):
             client = options.http_client or default_client()
             body = request.body
@@ -430,7 +431,8 @@ class WireApi:
             )
             failure = ProviderFailure(text, kind="auth")
             return _failed(failed_event(builder, failure, text, url))
-        secrets = (api_key, options.api_key)
+        secrets = (api_key, options.api_key, *header_secrets(options.headers))
+        secrets += header_secrets(model.headers)
         try:
             context = collapse_system_messages(context)  # pi-ai 1.6's rule for these APIs
             request = self.build_request(model, context, options, api_key)

@@ -136,3 +136,28 @@ async def test_keys_never_reach_a_debug_log_record(server, client, caplog) -> No
         args = record.args if isinstance(record.args, tuple) else (record.args,)
         text = record.getMessage() + " ".join(str(a) for a in args if a is not None)
         assert MARKER not in text, (record.name, text)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "echoed"),
+    [
+        ("Authorization", "Bearer tok-MARKER-0123456789", "tok-MARKER-0123456789"),
+        ("x-api-key", "key-MARKER-0123456789", "key-MARKER-0123456789"),
+    ],
+)
+async def test_a_credential_in_headers_is_masked_like_the_key(
+    server, client, caplog, name, value, echoed
+) -> None:
+    """A custom server reached with ``headers=`` rather than ``api_key``: the header's value
+    is never in an error, a log record or a repr (before: all three showed it)."""
+    caplog.set_level(logging.DEBUG)
+    body = json.dumps({"error": {"message": f"bad credential {echoed}"}}).encode()
+    server.script(PATH, Status(401, body))
+    message = await run(server, client, api_key="unused-key-0123", headers={name: value})
+    assert server.requests[0].headers[name.lower()] == value  # it was sent
+    assert "***" in error_of(message) and MARKER not in error_of(message)
+    assert MARKER not in caplog.text
+    options = pt.StreamOptions(headers={name: value, "X-Trace": "kept"})
+    assert MARKER not in repr(options) and "kept" in repr(options)
+    model = COMPLETIONS.model(server.url, headers={name: value})
+    assert MARKER not in repr(model)
