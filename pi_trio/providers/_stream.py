@@ -132,6 +132,21 @@ def _key_hint(provider: str) -> str:
     return "pass StreamOptions(api_key=...) or get_api_key"
 
 
+_MOST_TOKENS = 2**53  # beyond any real count, and what a float still holds exactly
+
+
+def tokens(raw: Any, key: str) -> int:
+    """A token count a provider reported in ``raw[key]``: a non-negative whole number, else
+    0 (a string, a negative or huge number, NaN: a server's mistake must not turn a complete
+    answer into an error, nor reach the cost)."""
+    value = raw.get(key) if isinstance(raw, dict) else None
+    if type(value) is int:
+        return value if 0 <= value < _MOST_TOKENS else 0
+    if type(value) is float and 0 <= value < _MOST_TOKENS:  # NaN fails both comparisons
+        return int(value)
+    return 0
+
+
 def compute_cost(model: Model, usage: Usage) -> Usage:
     """Fill ``usage.cost`` from ``model.cost`` (dollars per million tokens)."""
     rates = model.cost

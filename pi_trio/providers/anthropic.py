@@ -40,7 +40,7 @@ from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_anthropic"]
@@ -374,9 +374,8 @@ class AnthropicDecoder:
             ("cache_read", "cache_read_input_tokens"),
             ("cache_write", "cache_creation_input_tokens"),
         ):
-            value = raw.get(key)
-            if value is not None:
-                setattr(usage, field, value)
+            if raw.get(key) is not None:
+                setattr(usage, field, tokens(raw, key))
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
         compute_cost(self.model, usage)
 

@@ -37,7 +37,7 @@ from ._failure import ProviderFailure, text_piece
 from ._log_guard import guard_secrets
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import PreparedWireApi, WireRequest, compute_cost, parse_event_json
+from ._stream import PreparedWireApi, WireRequest, compute_cost, parse_event_json, tokens
 from ._transform import transform_messages
 
 __all__ = ["build_body", "prepare_request", "stream_bedrock"]
@@ -366,12 +366,12 @@ class BedrockDecoder:
         if not raw:
             return
         usage = Usage(
-            input=raw.get("inputTokens") or 0,
-            output=raw.get("outputTokens") or 0,
-            cache_read=raw.get("cacheReadInputTokens") or 0,
-            cache_write=raw.get("cacheWriteInputTokens") or 0,
+            input=tokens(raw, "inputTokens"),
+            output=tokens(raw, "outputTokens"),
+            cache_read=tokens(raw, "cacheReadInputTokens"),
+            cache_write=tokens(raw, "cacheWriteInputTokens"),
         )
-        usage.total_tokens = raw.get("totalTokens") or usage.input + usage.output
+        usage.total_tokens = tokens(raw, "totalTokens") or usage.input + usage.output
         self.builder.message.usage = compute_cost(self.model, usage)
 
     def finish(self) -> Iterable[StreamEvent]:

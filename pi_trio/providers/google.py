@@ -37,7 +37,7 @@ from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
 from ._transform import transform_messages
 
 __all__ = ["build_request", "stream_google"]
@@ -282,15 +282,15 @@ class GoogleDecoder:
             self.finish_reason = candidate["finishReason"]
         usage = chunk.get("usageMetadata")
         if usage:
-            cached = usage.get("cachedContentTokenCount") or 0
+            cached = tokens(usage, "cachedContentTokenCount")
             message.usage = compute_cost(
                 self.model,
                 Usage(
-                    input=(usage.get("promptTokenCount") or 0) - cached,
-                    output=(usage.get("candidatesTokenCount") or 0)
-                    + (usage.get("thoughtsTokenCount") or 0),
+                    input=max(0, tokens(usage, "promptTokenCount") - cached),
+                    output=tokens(usage, "candidatesTokenCount")
+                    + tokens(usage, "thoughtsTokenCount"),
                     cache_read=cached,
-                    total_tokens=usage.get("totalTokenCount") or 0,
+                    total_tokens=tokens(usage, "totalTokenCount"),
                 ),
             )
         return out

@@ -46,7 +46,7 @@ from ._builder import MessageBuilder
 from ._failure import ProviderFailure, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
 from ._transform import transform_messages
 
 __all__ = ["build_request", "mistral_tool_call_ids", "stream_mistral"]
@@ -311,14 +311,14 @@ class MistralDecoder:
         return out
 
     def _usage(self, raw: dict[str, Any]) -> None:
-        prompt = raw.get("prompt_tokens") or 0
-        completion = raw.get("completion_tokens") or 0
+        prompt = tokens(raw, "prompt_tokens")
+        completion = tokens(raw, "completion_tokens")
         usage = Usage(
             input=prompt,
             output=completion,
             cache_read=0,
             cache_write=0,
-            total_tokens=raw.get("total_tokens") or prompt + completion,
+            total_tokens=tokens(raw, "total_tokens") or prompt + completion,
         )
         self.builder.message.usage = compute_cost(self.model, usage)
 

@@ -58,6 +58,7 @@ from ._stream import (
     compute_cost,
     is_loopback,
     parse_event_json,
+    tokens,
 )
 from ._transform import transform_messages
 
@@ -473,13 +474,13 @@ class CompletionsDecoder:
         return out
 
     def _usage(self, raw: dict[str, Any]) -> Usage:
-        prompt = raw.get("prompt_tokens") or 0
-        details = raw.get("prompt_tokens_details") or {}
-        reported_cached = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or 0
-        cache_write = details.get("cache_write_tokens") or 0
+        prompt = tokens(raw, "prompt_tokens")
+        details = raw.get("prompt_tokens_details")
+        reported_cached = tokens(details, "cached_tokens") or tokens(raw, "prompt_cache_hit_tokens")
+        cache_write = tokens(details, "cache_write_tokens")
         cache_read = max(0, reported_cached - cache_write) if cache_write else reported_cached
         input_tokens = max(0, prompt - cache_read - cache_write)
-        output = raw.get("completion_tokens") or 0
+        output = tokens(raw, "completion_tokens")
         usage = Usage(
             input=input_tokens,
             output=output,

@@ -49,7 +49,7 @@ from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json
+from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
 from ._transform import transform_messages
 
 __all__ = [
@@ -413,13 +413,13 @@ class ResponsesDecoder:
     def _usage(self, raw: dict[str, Any] | None) -> None:
         if not raw:
             return
-        cached = (raw.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        cached = tokens(raw.get("input_tokens_details"), "cached_tokens")
         usage = Usage(
-            input=(raw.get("input_tokens") or 0) - cached,
-            output=raw.get("output_tokens") or 0,
+            input=max(0, tokens(raw, "input_tokens") - cached),
+            output=tokens(raw, "output_tokens"),
             cache_read=cached,
             cache_write=0,
-            total_tokens=raw.get("total_tokens") or 0,
+            total_tokens=tokens(raw, "total_tokens"),
         )
         self.builder.message.usage = compute_cost(self.model, usage)
 

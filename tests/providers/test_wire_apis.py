@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import httpx
@@ -185,6 +187,41 @@ async def test_a_text_delta_that_is_not_text_leaves_a_usable_message(
     server.script(spec.path, SSE(spec.text))
     again = context(pt.UserMessage("Hi"), message, pt.UserMessage("Go on"))
     assert final(await collect(spec, server, client, again)).stop_reason == "stop"
+
+
+def _with_token_counts(chunk: str, value: str) -> str:
+    """``chunk`` (SSE text) with every token count in its JSON replaced by ``value`` (JSON)."""
+
+    def swap(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: ("MARK" if "oken" in k and isinstance(v, int) else swap(v))
+                for k, v in node.items()
+            }
+        return [swap(v) for v in node] if isinstance(node, list) else node
+
+    lines = []
+    for line in chunk.split("\n"):
+        if line.startswith("data: {"):
+            line = "data: " + json.dumps(swap(json.loads(line[6:]))).replace('"MARK"', value)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("value", ['"12"', "-5", "1" + "0" * 400, "[1]", "null", "3.5"])
+async def test_token_counts_a_server_gets_wrong_never_cost_the_answer(
+    spec, server, client, value
+) -> None:
+    """Before: a string or a list ended the finished answer in an error (the usage chunk
+    comes last), 10**400 overflowed the cost, a negative count gave a negative cost."""
+    server.script(spec.path, SSE([_with_token_counts(c, value) for c in spec.text]))
+    message = final(await collect(spec, server, client))
+    assert message.stop_reason == "stop", message.error_message
+    assert [block.text for block in message.content] == ["Hello world"]
+    usage = message.usage
+    counts = (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens)
+    assert all(type(n) is int and 0 <= n < 2**53 for n in counts)
+    assert math.isfinite(usage.cost.total) and usage.cost.total >= 0
 
 
 async def test_429_with_retry_after_then_success(spec, server, client) -> None:
