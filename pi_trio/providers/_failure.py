@@ -170,7 +170,7 @@ def error_code(body: str) -> str | None:
     ``error.type`` or ``error.status``), else None."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: 60,000 "["
         return None
     if isinstance(data, list) and data:
         data = data[0]
@@ -192,7 +192,7 @@ def error_text(body: str) -> str:
         return ""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return " ".join(text.split())
     if isinstance(data, list) and data:
         data = data[0]  # Google sometimes wraps the error in a list

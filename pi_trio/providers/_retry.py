@@ -106,9 +106,9 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        now = datetime.datetime.now(datetime.UTC)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, (when - now).total_seconds())
+    except (TypeError, ValueError, OverflowError):  # the year 10,000,000,000, say
         return None
-    now = datetime.datetime.now(datetime.UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, (when - now).total_seconds())

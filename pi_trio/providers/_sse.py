@@ -148,7 +148,7 @@ class SSEParser:
         elif field == "id":
             if "\x00" not in value:
                 self.last_event_id = value
-        elif field == "retry" and value.isdigit():
+        elif field == "retry" and value.isascii() and value.isdigit():  # not "²"
             self._retry = int(value)
         # any other field is ignored, as the specification says
         return None

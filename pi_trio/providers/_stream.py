@@ -168,7 +168,7 @@ def parse_event_json(event: SSEEvent) -> Any:
     """
     try:
         return json.loads(event.data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to read
         raise ProviderFailure(
             f"invalid JSON in event {event.event!r}: {exc}; data: {event.data}", kind="protocol"
         ) from exc

@@ -35,7 +35,8 @@ async def run(
     server: ScriptedServer, client: httpx.AsyncClient, api_key: str = KEY, **options: Any
 ) -> pt.AssistantMessage:
     model = COMPLETIONS.model(server.url)
-    opts = pt.StreamOptions(api_key=api_key, http_client=client, max_retries=0, **options)
+    options.setdefault("max_retries", 0)
+    opts = pt.StreamOptions(api_key=api_key, http_client=client, **options)
     return await pt.complete_simple(model, pt.Context("sys", [pt.UserMessage("hi")]), opts)
 
 
@@ -161,3 +162,35 @@ async def test_a_credential_in_headers_is_masked_like_the_key(
     assert MARKER not in repr(options) and "kept" in repr(options)
     model = COMPLETIONS.model(server.url, headers={name: value})
     assert MARKER not in repr(model)
+
+
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ([("retry-after", "Tue, 01 Jan 10000000000 00:00:00 GMT")], b'{"error": "slow down"}'),
+        ([], b"[" * 60_000),  # nested too deep for Python's parser
+    ],
+    ids=["date-past-year-9999", "deep-body"],
+)
+async def test_a_429_whose_extras_cannot_be_read_is_still_a_429_and_retried(
+    server, client, headers, body
+) -> None:
+    """Before: an OverflowError or RecursionError ended the request, status and retry lost."""
+    server.script(PATH, Status(429, body, headers=headers), SSE(COMPLETIONS.text))
+    message = await run(server, client, max_retries=1)
+    assert message.stop_reason == "stop", message.error_message
+    assert len(server.requests) == 2
+    server.script(PATH, Status(429, body, headers=headers))
+    assert error_of(await run(server, client)).startswith("HTTP 429")
+
+
+async def test_an_event_nested_too_deep_is_invalid_json(server, client) -> None:
+    deep = "data: " + "[" * 60_000 + "\n\n"
+    server.script(PATH, SSE([*COMPLETIONS.text[:1], deep, *COMPLETIONS.text[1:]]))
+    assert error_of(await run(server, client)).startswith("invalid JSON in event")
+
+
+async def test_an_sse_retry_field_of_other_digits_is_ignored(server, client) -> None:
+    server.script(PATH, SSE(["retry: \u00b2\n\n", *COMPLETIONS.text]))
+    message = await run(server, client)
+    assert message.stop_reason == "stop", message.error_message
