@@ -95,6 +95,26 @@ def text_piece(value: object, what: str) -> str:
     )
 
 
+def in_stream_error(
+    error: object, code_keys: tuple[str, ...] = ("type", "code")
+) -> ProviderFailure:
+    """The failure an error reported inside a stream stands for, whatever its shape: an
+    object with a ``message`` (and a code under one of ``code_keys``), a string, or anything
+    else (shown as JSON)."""
+    code: str | None = None
+    if isinstance(error, dict):
+        found = [error.get(key) for key in code_keys]
+        code = next((value for value in found if isinstance(value, str) and value), None)
+        message = error.get("message")
+        text = message if isinstance(message, str) and message else json.dumps(error)
+    else:
+        text = error if isinstance(error, str) and error else json.dumps(error)
+    suffix = f" ({code})" if code else ""
+    return ProviderFailure(
+        f"provider error in stream: {text}{suffix}", kind=kind_of_code(code), code=code
+    )
+
+
 def kind_of_status(status: int) -> ProviderErrorKind:
     """The ``pt.ProviderError`` kind of an HTTP error status."""
     if status in (401, 403):

@@ -37,7 +37,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, kind_of_code, text_piece
+from ._failure import ProviderFailure, in_stream_error, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
@@ -281,14 +281,7 @@ class AnthropicDecoder:
         data = parse_event_json(event)
         kind = data.get("type", event.event)
         if kind == "error" or event.event == "error":
-            error = data.get("error", data)
-            message = error.get("message", "unknown error")
-            code = error.get("type")
-            raise ProviderFailure(
-                f"provider error in stream: {message} ({code})",
-                kind=kind_of_code(code),
-                code=code if isinstance(code, str) else None,
-            )
+            raise in_stream_error(data.get("error", data), ("type",))
         builder = self.builder
         if kind == "message_start":
             self.started = True

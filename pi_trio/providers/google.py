@@ -34,7 +34,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, kind_of_code, text_piece
+from ._failure import ProviderFailure, in_stream_error, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
@@ -257,14 +257,12 @@ class GoogleDecoder:
 
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]:
         chunk = parse_event_json(event)
+        if isinstance(chunk, list) and chunk:  # a chunk (an error, say) wrapped in a list
+            chunk = chunk[0]
+        if not isinstance(chunk, dict):
+            raise ProviderFailure(f"a stream chunk that is not an object: {event.data}")
         if "error" in chunk:
-            error = chunk["error"]
-            code = error.get("status")
-            raise ProviderFailure(
-                f"provider error in stream: {error.get('message')} ({code})",
-                kind=kind_of_code(code),
-                code=code if isinstance(code, str) else None,
-            )
+            raise in_stream_error(chunk["error"], ("status", "code"))
         builder = self.builder
         message = builder.message
         if chunk.get("responseId") and not message.response_id:

@@ -43,7 +43,7 @@ from ..messages import (
 )
 from ..models import Model
 from ._builder import MessageBuilder
-from ._failure import ProviderFailure, text_piece
+from ._failure import ProviderFailure, in_stream_error, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
@@ -227,9 +227,9 @@ class MistralDecoder:
             return []
         chunk = parse_event_json(event)
         if "error" in chunk and not chunk.get("choices"):
-            error = chunk["error"]
-            text = error.get("message") if isinstance(error, dict) else error
-            raise ProviderFailure(f"provider error in stream: {text or json.dumps(chunk)}")
+            raise in_stream_error(chunk["error"] or chunk)
+        if chunk.get("object") == "error":  # Mistral's own error shape
+            raise in_stream_error(chunk)
         message = self.builder.message
         message.response_id = message.response_id or chunk.get("id")
         if chunk.get("usage"):

@@ -330,8 +330,11 @@ class ResponsesDecoder:
             error = response.get("error") or {}
             details = response.get("incomplete_details") or {}
             code = error.get("code") if isinstance(error, dict) else None
-            if error:
-                text = f"{code or 'unknown'}: {error.get('message') or 'no message'}"
+            if isinstance(error, str) and error:
+                text = error
+            elif error:
+                said = error.get("message") if isinstance(error, dict) else None
+                text = f"{code or 'unknown'}: {said or json.dumps(error)}"
             elif details.get("reason"):
                 text = f"incomplete: {details['reason']}"
             else:
