@@ -70,6 +70,7 @@ from ._checks import describe
 from .agent import Agent
 from .events import (
     AgentEvent,
+    CompactionEnd,
     MessageEnd,
     MessageUpdate,
     TextDelta,
@@ -226,24 +227,29 @@ async def _run_child(
     from .wire import to_json  # the wire layer loads on first use
 
     start = _task_index(child.state.messages, task) if resume else None
-    spent = total_usage(child.state.messages[start:]) if start is not None else Usage()
+    # this call's messages: those a run before a crash left (resumed), then those this run
+    # ends, taken from its events (a compaction rewrites the transcript under an index)
+    run: list[AgentMessage] = list(child.state.messages[start:]) if start is not None else []
+    spent = total_usage(run)
 
     async def forward(event: AgentEvent) -> None:
         details = {"subagent": {"depth": depth, "event": _event_json(event, to_json)}}
         usage = None  # spent so far, on the updates that change it (see the module docstring)
         if isinstance(event, MessageEnd):
             message = event.message
+            run.append(message)
             if (
                 isinstance(message, AssistantMessage | ToolResultMessage)
                 and message.usage is not None
             ):
                 usage = _add(Usage(), _add(spent, message.usage))  # a copy of the total
+        elif isinstance(event, CompactionEnd) and event.usage is not None:  # its summary's
+            usage = _add(Usage(), _add(spent, event.usage))
         await on_update(ToolResult([], details=details, usage=usage))
 
     unsubscribe = child.subscribe(forward)
     try:
         if start is None:
-            start = len(child.state.messages)
             await child.prompt(task)
         elif not _answered(child.state.messages):
             tail = child.state.messages[-1]
@@ -253,7 +259,7 @@ async def _run_child(
                 await child.continue_()
     finally:
         unsubscribe()
-    return _result(name, child, child.state.messages[start:], depth)
+    return _result(name, child, run, depth, spent)
 
 
 def _event_json(event: AgentEvent, to_json: Callable[[Any], Any]) -> dict[str, Any]:
@@ -288,10 +294,11 @@ def _update_json(event: MessageUpdate, to_json: Callable[[Any], Any]) -> dict[st
     return {"type": "message_update", "assistantMessageEvent": shown}
 
 
-def _result(name: str, child: Agent, run: Sequence[AgentMessage], depth: int) -> ToolResult:
+def _result(
+    name: str, child: Agent, run: Sequence[AgentMessage], depth: int, usage: Usage
+) -> ToolResult:
     """The call's result from the child's messages for this call: its last answer's text (an
-    error result when it did not answer), and its total usage."""
-    usage = total_usage(run)
+    error result when it did not answer), and ``usage``, its total (summaries included)."""
     last = run[-1] if run else None
     details: dict[str, Any] = {"subagent": {"depth": depth, "messages": len(run)}}
     if child.output_type is not None:
