@@ -331,7 +331,9 @@ class CompactionEnd:
     """A compaction ended (pi-coding-agent's ``compaction_end``): ``summary`` is None when it
     failed (``error`` says why), was aborted or had nothing to cut; ``will_retry``: the request
     that overflowed is sent again. Not on the wire: ``first_kept`` (index of the first message
-    kept in the transcript before it), ``usage`` (the summary's, counted by the budgets)."""
+    kept in the transcript before it), ``kept_system`` (indexes, in that transcript, of the
+    system messages before ``first_kept``: kept too, right after the summary), ``usage`` (the
+    summary's, counted by the budgets)."""
 
     type: ClassVar[Literal["compaction_end"]] = "compaction_end"
     summary: str | None
@@ -341,6 +343,7 @@ class CompactionEnd:
     aborted: bool = attrs.field(default=False, kw_only=True)
     will_retry: bool = attrs.field(default=False, kw_only=True)
     first_kept: int | None = attrs.field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
+    kept_system: tuple[int, ...] = attrs.field(default=(), kw_only=True, metadata=NOT_ON_WIRE)
     usage: Usage | None = attrs.field(
         default=None, kw_only=True, eq=False, hash=False, metadata=NOT_ON_WIRE
     )

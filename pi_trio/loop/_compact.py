@@ -3,8 +3,10 @@
 :class:`Compactor` does it for one run (or for ``agent.compact()``, :func:`compact_context`):
 ``compaction_start``; one summary request through the run's stream function, with no tools;
 then, only if a summary came back, the transcript (the caller's live list: the agent's
-``state.messages``) becomes ``[CompactionSummary, *kept tail]`` and ``compaction_end`` says so.
-A summary at the head is handed to the summariser to update, never stacked under a new one.
+``state.messages``) becomes ``[CompactionSummary, *system messages, *kept tail]`` and
+``compaction_end`` says so. A summary at the head is handed to the summariser to update, never
+stacked under a new one. System messages are never cut off: they make the prompt and the tools
+(:mod:`pi_trio.system_messages`), so those before the cut stay, in order, after the summary.
 
 Cancellation (an abort, a deadline) during the summary request leaves the transcript exactly as
 it was: it is replaced in one synchronous step after the summary arrived. The
@@ -32,7 +34,14 @@ from ..compaction import (
     summary_prompt,
 )
 from ..events import CompactionEnd, CompactionReason, CompactionStart, StreamDone, StreamError
-from ..messages import AgentMessage, AssistantMessage, Context, TextContent, UserMessage
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    Context,
+    SystemMessage,
+    TextContent,
+    UserMessage,
+)
 from ..models import Model
 from ..providers import StreamFn, StreamOptions, stream_simple
 from ..tools import AgentContext
@@ -101,7 +110,9 @@ class Compactor:
             return None
         head = messages[0] if messages else None
         previous = head.summary if isinstance(head, CompactionSummary) else None
-        older = messages[1 if previous is not None else 0 : cut]
+        start = 1 if previous is not None else 0
+        kept_system = tuple(i for i in range(start, cut) if type(messages[i]) is SystemMessage)
+        older = [m for m in messages[start:cut] if type(m) is not SystemMessage]
         summary: CompactionSummary | None = None
         text = usage = error = None
         try:  # from the start event on: an end follows it, aborted if need be
@@ -115,7 +126,7 @@ class Compactor:
             raise
         if cut and text is not None:
             summary = CompactionSummary(text, tokens_before)
-            transcript.replace([summary, *messages[cut:]])
+            transcript.replace([summary, *(messages[i] for i in kept_system), *messages[cut:]])
         await self._emit(
             CompactionEnd(
                 text,
@@ -124,6 +135,7 @@ class Compactor:
                 reason=reason,
                 will_retry=reason == "overflow" and summary is not None,
                 first_kept=cut if summary is not None else None,
+                kept_system=kept_system if summary is not None else (),
                 usage=usage,
             )
         )

@@ -24,10 +24,11 @@ Kinds and their ``data``:
 - ``transcript``: ``{"messages": [...]}``: the application replaced the transcript (``reset()``,
   ``agent.state.messages = ...``); later entries build on it.
 - ``compaction``: ``{"summary": str, "tokensBefore": int, "firstKept": int, "keptCount": int,
-  "timestamp": int}``: the transcript was compacted: it became a ``CompactionSummary`` (these
-  fields) followed by the ``keptCount`` messages from index ``firstKept`` of the transcript the
-  entries before it describe. The entries before it stay; it is durable before its
-  ``compaction_end`` is delivered.
+  "timestamp": int}`` (and ``"systemKept": [int]`` when it kept system messages from before
+  the cut): the transcript was compacted: it became a ``CompactionSummary`` (these fields),
+  then the system messages at those indexes, then the ``keptCount`` messages from index
+  ``firstKept`` of the transcript the entries before it describe. The entries before it stay;
+  it is durable before its ``compaction_end`` is delivered.
 - ``approval``: ``{"toolCallId", "toolName", "arguments"}``: the call waits for a person's
   decision (its tool has ``requires_approval``); durable before its ``tool_approval_request``
   is delivered. Until a result is logged for it, the call waits, across restarts.

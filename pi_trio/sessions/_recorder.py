@@ -279,20 +279,23 @@ class SessionRecorder:
 
     def _note_compaction(self, event: CompactionEnd) -> bool:
         """Log a compaction that made a summary: the agent's transcript (already replaced) is
-        that summary and the messages kept from index ``first_kept`` of the one before. Durable
+        that summary, the system messages it kept from before the cut (``kept_system``), and
+        the messages kept from index ``first_kept`` of the one before. Durable
         before ``compaction_end`` is delivered; a crash before that loses the summary only."""
         agent = self.agent
         messages: Sequence[AgentMessage] = agent.state.messages if agent is not None else ()
         head = messages[0] if messages else None
         if not isinstance(head, CompactionSummary) or event.first_kept is None:
             return False  # not this recorder's agent's transcript: the next run logs it whole
-        data = {
+        data: dict[str, Any] = {
             "summary": head.summary,
             "tokensBefore": head.tokens_before,
             "firstKept": event.first_kept,
-            "keptCount": len(messages) - 1,
+            "keptCount": len(messages) - 1 - len(event.kept_system),
             "timestamp": head.timestamp,
         }
+        if event.kept_system:  # only then: older readers lose nothing else
+            data["systemKept"] = list(event.kept_system)
         self.note("compaction", data)
         self._count = len(messages)
         self._last = messages[-1]

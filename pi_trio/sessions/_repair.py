@@ -19,6 +19,7 @@ from ..coding_messages import CompactionSummary
 from ..messages import (
     AgentMessage,
     AssistantMessage,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -257,8 +258,8 @@ def waiting_calls(image: SessionImage, messages: Sequence[AgentMessage]) -> list
 def compacted(
     session_id: str, seq: int, messages: list[AgentMessage], data: dict[str, Any]
 ) -> list[AgentMessage]:
-    """The transcript a ``compaction`` entry made of ``messages``: its summary, then the kept
-    messages.
+    """The transcript a ``compaction`` entry made of ``messages``: its summary, the system
+    messages it kept from before the cut (``systemKept``, indexes), then the kept messages.
 
     Raises:
         pt.SessionLogError: the entry's fields are missing, of the wrong type, or name
@@ -275,8 +276,17 @@ def compacted(
             f"a compaction entry that keeps messages {first}..{first + count - 1} of "
             f"{len(messages)}, or has no summary text",
         )
+    system = data.get("systemKept", [])
+    if not isinstance(system, list) or not all(
+        type(i) is int and 0 <= i < first and type(messages[i]) is SystemMessage for i in system
+    ):
+        raise entry_error(
+            session_id,
+            seq,
+            "a compaction entry whose systemKept is not a list of system messages before firstKept",
+        )
     summary = CompactionSummary(data["summary"], data["tokensBefore"], data["timestamp"])
-    return [summary, *messages[first : first + count]]
+    return [summary, *(messages[i] for i in system), *messages[first : first + count]]
 
 
 def decision_of(data: dict[str, Any]) -> ToolDecision:

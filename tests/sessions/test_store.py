@@ -189,6 +189,26 @@ async def _bad_entry_is_refused_and_kept(
     ]
 
 
+async def test_a_compaction_entry_keeping_what_is_no_system_message_is_refused(
+    store_url: str,
+) -> None:
+    async with pt.open_session_store(store_url) as store:
+        lease = await store.backend.acquire("s", new_holder("w"))
+        assert not isinstance(lease, str)
+        user = json.dumps({"role": "user", "content": "hi", "timestamp": 1})
+        compaction = json.dumps(
+            {"summary": "s", "tokensBefore": 1, "firstKept": 1, "keptCount": 0, "timestamp": 2}
+            | {"systemKept": [0]}  # the user message
+        )
+        await store.backend.append(
+            lease, [(1, "message", user, 1, 1), (2, "compaction", compaction, 2, 1)]
+        )
+        await store.backend.release(lease)
+        with pytest.raises(pt.SessionLogError, match="entry seq 2: .*systemKept"):
+            async with store.open_agent("s"):
+                pass
+
+
 async def test_a_message_entry_that_is_not_pi_json_is_refused(store_url: str) -> None:
     async with pt.open_session_store(store_url) as store:
         lease = await store.backend.acquire("s", new_holder("w"))
