@@ -21,7 +21,13 @@ from ..events import (
     ToolExecutionStart,
     TurnEnd,
 )
-from ..messages import AgentMessage, AssistantMessage, ToolCall, checked_message
+from ..messages import (
+    AgentMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolResultMessage,
+    checked_message,
+)
 from ..models import Model, ModelCost
 from ..tools import AgentTool, ToolDecision
 
@@ -193,6 +199,8 @@ class AgentState:
     def pending_approvals(self) -> tuple[ToolCall, ...]:
         """The tool calls waiting for a person's decision (``agent.approve``/``deny``), in the
         order they were requested; decided ones wait for ``continue_()`` and are not here."""
+        if self._waiting is not None:
+            self._forget_answered()
         waiting, decisions = self._waiting, self._decisions or {}
         if waiting is None:
             return ()
@@ -207,7 +215,10 @@ class AgentState:
     @property
     def awaiting_approval(self) -> bool:
         """Whether tool calls wait for a decision or for ``continue_()`` to run them: the
-        model is not called before they have results."""
+        model is not called before they have results. A call answered in the transcript
+        meanwhile (a result added to ``messages`` by hand) waits no more."""
+        if self._waiting is not None:
+            self._forget_answered()
         return self._waiting is not None
 
     def decide(self, tool_call_id: str, decision: ToolDecision) -> ToolCall:
@@ -223,6 +234,8 @@ class AgentState:
             raise TypeError(
                 f"tool_call_id must be a str (a ToolCall's .id), got {describe(tool_call_id)}"
             )
+        if self._waiting is not None:
+            self._forget_answered()
         waiting = self._waiting or {}
         call = waiting.get(tool_call_id)
         if call is None:
@@ -261,6 +274,14 @@ class AgentState:
                             self._waiting = {}
                         self._waiting[tool_call_id] = call
                         return
+                return
+
+    def _forget_answered(self) -> None:
+        """Drop the waiting calls that have a result after their assistant message."""
+        for message in reversed(self._messages):
+            if isinstance(message, ToolResultMessage):
+                self._answered(message.tool_call_id)
+            else:
                 return
 
     def _answered(self, tool_call_id: str) -> None:
