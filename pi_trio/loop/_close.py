@@ -64,7 +64,7 @@ def closing_events(
         case BetweenTurns():
             closer.bare_turn()  # queued messages already taken from their queue go in first
     new_messages = transcript.new_messages
-    output = None if output_tool is None else last_output(new_messages, output_tool)
+    output = None if output_tool is None else last_output(transcript.messages, output_tool)
     closer.add(AgentEnd(new_messages, error=closer.failure, output=output))
     return closer.events
 

@@ -32,7 +32,7 @@ from ..providers import StreamOptions
 from ..tools import AgentContext, AgentTool, has_output
 from ._config import GetMessages
 
-__all__ = ["NUDGE_TEXT", "OutputGuard"]
+__all__ = ["NUDGE_TEXT", "OutputGuard", "ending_results"]
 
 NUDGE_TEXT: Final = (
     'Give your final answer by calling the tool "{name}" with it as the arguments: '
@@ -130,6 +130,14 @@ class OutputGuard:
             if queued:
                 taken.extend(queued)
         return taken
+
+
+def ending_results(messages: Sequence[AgentMessage]) -> list[ToolResultMessage]:
+    """The tool results that end ``messages``: the last batch's, in order."""
+    index = len(messages)
+    while index and isinstance(messages[index - 1], ToolResultMessage):
+        index -= 1
+    return list(messages[index:])  # type: ignore[arg-type]
 
 
 def _failure_text(result: ToolResultMessage) -> str:

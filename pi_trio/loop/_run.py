@@ -40,7 +40,7 @@ from ._close import closing_events
 from ._compact import Compactor
 from ._config import AgentLoopConfig, FinishTurnDecision, GetMessages, TurnContext, TurnUpdate
 from ._emit import Emitter
-from ._output import OutputGuard
+from ._output import OutputGuard, ending_results
 from ._phase import (
     AWAITING,
     BETWEEN_TURNS,
@@ -377,8 +377,9 @@ class _Run:
                 await self.emitter.fail(exc)
             awaiting = batch.any_waiting  # calls wait for a person: the run ends after this turn
             results, more_tool_calls = batch.messages, not awaiting and not batch.terminate
-        if self.output is not None:
-            more_tool_calls = self.output.judge(message, results, more_tool_calls)
+        if self.output is not None:  # the whole batch: a continue_() runs only its decided calls
+            batch_results = ending_results(self.transcript.messages)
+            more_tool_calls = self.output.judge(message, batch_results, more_tool_calls)
             if self.output.failure is not None:
                 self.respond = _Run._respond_output_failed
         self.phase = Answered(message, results, not more_tool_calls, awaiting)
@@ -408,7 +409,9 @@ class _Run:
     async def _end(self) -> None:
         self.phase = ENDED
         new_messages = self.transcript.new_messages
-        output = None if self.output is None else last_output(new_messages, self.output.tool)
+        output = None
+        if self.output is not None:  # the last batch, also when an earlier run began it
+            output = last_output(self.transcript.messages, self.output.tool)
         await self.emitter.emit(AgentEnd(new_messages, error=self.response_error, output=output))
 
     async def _close(self) -> None:
