@@ -35,6 +35,7 @@ async def compact_now(
     )
     context = AgentContext(state.system_prompt, state.messages, list(state.tools))
     delivery.begin_run()
+    state.begin_compaction()
     with scope:
         return await compact_context(context, config, delivery, instructions=instructions)
     return None

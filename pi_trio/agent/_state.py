@@ -183,8 +183,8 @@ class AgentState:
         """
         if self._appending:
             raise AgentBusyError(
-                "Cannot replace state.messages while a run appends to it: steer() or "
-                "follow_up() to add to the run, or abort() and wait_for_idle() first."
+                "Cannot replace state.messages while a run (or a compaction) appends to it: "
+                "steer() or follow_up() to add to the run, or abort() and wait_for_idle() first."
             )
         self._messages = _message_list(value)
         self._waiting = self._decisions = None  # a new transcript: its calls wait for nothing
@@ -361,6 +361,11 @@ class AgentState:
         self.streaming_message = None
         self.error_message = self.error = self.output = None
         self.compaction_usage = (0, 0.0)
+
+    def begin_compaction(self) -> None:
+        """``agent.compact()`` began: replacing the transcript is refused until
+        :meth:`end_run` (the compaction replaces it when its summary arrives)."""
+        self._appending = True
 
     def end_run(self) -> None:
         """Reset the runtime fields once a run is over; ``error_message`` is the last

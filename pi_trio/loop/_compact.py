@@ -102,6 +102,7 @@ class Compactor:
         """
         transcript = self.emitter.transcript
         messages = list(transcript.messages)
+        size = len(messages)
         if reason == "overflow" and messages and isinstance(messages[-1], AssistantMessage):
             messages.pop()  # the error response: the model never sees it anyway
         cut = find_cut(messages, self.settings.keep_recent_tokens)
@@ -126,7 +127,9 @@ class Compactor:
             raise
         if cut and text is not None:
             summary = CompactionSummary(text, tokens_before)
-            transcript.replace([summary, *(messages[i] for i in kept_system), *messages[cut:]])
+            added = transcript.messages[size:]  # appended in place during the summary request
+            kept = [*(messages[i] for i in kept_system), *messages[cut:], *added]
+            transcript.replace([summary, *kept])
         await self._emit(
             CompactionEnd(
                 text,
