@@ -338,12 +338,17 @@ class Agent(AgentOptions, QueueMethods, Approvals):
 
         Raises:
             AgentBusyError: a run or another compaction is active.
+            TypeError: ``instructions`` is not a string.
+            ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: tool calls wait for a decision (decide and continue first).
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_COMPACT)
+        if instructions is not None and not isinstance(instructions, str):
+            raise TypeError(f"instructions must be a str or None, not {describe(instructions)}")
         if self._state.awaiting_approval:  # their batch must not be cut
             raise ContinueError(undecided_text(self._state))
+        self._check_model()
         scope = self._scope = trio.CancelScope()
         self._run_task = trio.lowlevel.current_task()
         try:

@@ -17,7 +17,7 @@ close-out. A summary request that fails leaves the transcript as it was too, and
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import attrs
@@ -38,6 +38,7 @@ from ..messages import (
     AgentMessage,
     AssistantMessage,
     Context,
+    Message,
     SystemMessage,
     TextContent,
     UserMessage,
@@ -155,15 +156,17 @@ class Compactor:
         """The summary's text (None on failure), its usage, and the failure's text."""
         settings = self.settings
         asked = " ".join(text for text in (settings.instructions, instructions) if text)
-        prompt = summary_prompt(default_convert_to_llm(messages), previous, asked or None)
+        options = attrs.evolve(options, tool_choice=None)  # no tools: none to choose
         if settings.model is not None and settings.model.provider != model.provider:
             # the run's key is its provider's: never sent to another provider's server (the
             # summary model's key comes from get_api_key or its provider's environment)
             options = attrs.evolve(options, api_key=None)
         model = settings.model or model
-        context = Context(SUMMARY_SYSTEM_PROMPT, [UserMessage(prompt)], ())
         final: AssistantMessage | None = None
         try:
+            seen = await self._as_the_model_sees(messages)
+            prompt = summary_prompt(seen, previous, asked or None)
+            context = Context(SUMMARY_SYSTEM_PROMPT, [UserMessage(prompt)], ())
             if self.config.get_api_key is not None:
                 key = await call_maybe_async(self.config.get_api_key, model.provider)
                 if key:
@@ -178,6 +181,15 @@ class Compactor:
             await trio.lowlevel.checkpoint_if_cancelled()
             return None, None, f"Summary request failed: {exception_text(exc)}"
         return _summary_text(final)
+
+    async def _as_the_model_sees(self, messages: list[AgentMessage]) -> Sequence[Message]:
+        """``messages`` through the agent's ``convert_to_llm`` (an application's own messages
+        are summarised as the model was shown them)."""
+        convert = self.config.convert_to_llm
+        if convert is None:
+            return default_convert_to_llm(messages)
+        converted: Sequence[Message] = await call_maybe_async(convert, list(messages))
+        return converted
 
     def _emit(self, event: CompactionStart | CompactionEnd) -> Awaitable[None]:
         return self.emitter.emit(event)
