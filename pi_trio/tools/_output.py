@@ -131,6 +131,15 @@ def output_tool(
 
     async def accept(tool_call_id: str, value: Any, on_update: OnUpdate) -> ToolResult:
         data = output_json(value)
+        try:  # the value is read back from this JSON (by the run, and by a resumed session)
+            tool.validate(data)
+        except ToolArgumentError as exc:
+            text = (
+                f"The output type cannot read back its own JSON ({exc}): an attrs converter, "
+                "or a field whose JSON is not what it takes? The application must fix its "
+                "output type; the answer cannot be kept."
+            )
+            return ToolResult([TextContent(text)], is_error=True)
         return ToolResult(
             [TextContent(ACCEPTED_TEXT)],
             details={OUTPUT_KEY: data},
@@ -138,7 +147,8 @@ def output_tool(
             structured_content=data,
         )
 
-    return AgentTool(name, name, description, output_type, accept)
+    tool = AgentTool(name, name, description, output_type, accept)
+    return tool
 
 
 _NONE: Final = object()
