@@ -183,8 +183,9 @@ class AgentState:
         """
         if self._appending:
             raise AgentBusyError(
-                "Cannot replace state.messages while a run (or a compaction) appends to it: "
-                "steer() or follow_up() to add to the run, or abort() and wait_for_idle() first."
+                "Cannot replace state.messages while a run appends to it (or a compaction "
+                "replaces it): steer() or follow_up() to add to the run, or abort() and "
+                "wait_for_idle() first."
             )
         self._messages = _message_list(value)
         self._waiting = self._decisions = None  # a new transcript: its calls wait for nothing

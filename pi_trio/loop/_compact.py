@@ -102,44 +102,33 @@ class Compactor:
         (delivered by the close-out) and ``Cancelled`` propagates.
         """
         transcript = self.emitter.transcript
-        messages = list(transcript.messages)
-        size = len(messages)
-        if reason == "overflow" and messages and isinstance(messages[-1], AssistantMessage):
-            messages.pop()  # the error response: the model never sees it anyway
-        cut = find_cut(messages, self.settings.keep_recent_tokens)
-        tokens_before = context_tokens(messages)
-        if cut == 0 and reason != "manual":
+        plan = _Plan.of(transcript.messages, reason, self.settings.keep_recent_tokens)
+        if plan.cut == 0 and reason != "manual":
             return None
-        head = messages[0] if messages else None
-        previous = head.summary if isinstance(head, CompactionSummary) else None
-        start = 1 if previous is not None else 0
-        kept_system = tuple(i for i in range(start, cut) if type(messages[i]) is SystemMessage)
-        older = [m for m in messages[start:cut] if type(m) is not SystemMessage]
         summary: CompactionSummary | None = None
         text = usage = error = None
         try:  # from the start event on: an end follows it, aborted if need be
             await self._emit(CompactionStart(reason))
-            if cut:
+            if plan.cut:
                 text, usage, error = await self._summarise(
-                    older, previous, model, options, instructions
+                    plan.older(), plan.previous, model, options, instructions
                 )
         except BaseException:
-            self.emitter.defer(CompactionEnd(None, tokens_before, reason=reason, aborted=True))
+            aborted = CompactionEnd(None, plan.tokens_before, reason=reason, aborted=True)
+            self.emitter.defer(aborted)
             raise
-        if cut and text is not None:
-            summary = CompactionSummary(text, tokens_before)
-            added = transcript.messages[size:]  # appended in place during the summary request
-            kept = [*(messages[i] for i in kept_system), *messages[cut:], *added]
-            transcript.replace([summary, *kept])
+        if plan.cut and text is not None:
+            summary = CompactionSummary(text, plan.tokens_before)
+            transcript.replace([summary, *plan.kept(transcript.messages)])
         await self._emit(
             CompactionEnd(
                 text,
-                tokens_before,
+                plan.tokens_before,
                 error,
                 reason=reason,
                 will_retry=reason == "overflow" and summary is not None,
-                first_kept=cut if summary is not None else None,
-                kept_system=kept_system if summary is not None else (),
+                first_kept=plan.cut if summary is not None else None,
+                kept_system=plan.kept_system if summary is not None else (),
                 usage=usage,
             )
         )
@@ -193,6 +182,46 @@ class Compactor:
 
     def _emit(self, event: CompactionStart | CompactionEnd) -> Awaitable[None]:
         return self.emitter.emit(event)
+
+
+@attrs.frozen
+class _Plan:
+    """What a compaction cuts: ``messages`` (the transcript when it began, less a response
+    that overflowed), the index of the first message kept (``cut``, 0: nothing to cut), the
+    summary at the head to update, the system messages before the cut (kept, by index)."""
+
+    messages: list[AgentMessage]
+    size: int  # the transcript's length when the compaction began
+    cut: int
+    previous: str | None
+    kept_system: tuple[int, ...]
+    tokens_before: int
+
+    @classmethod
+    def of(cls, transcript: list[AgentMessage], reason: str, keep_recent: int) -> _Plan:
+        messages = list(transcript)
+        if reason == "overflow" and messages and isinstance(messages[-1], AssistantMessage):
+            messages.pop()  # the error response: the model never sees it anyway
+        cut = find_cut(messages, keep_recent)
+        head = messages[0] if messages else None
+        previous = head.summary if isinstance(head, CompactionSummary) else None
+        start = 1 if previous is not None else 0
+        kept = tuple(i for i in range(start, cut) if type(messages[i]) is SystemMessage)
+        tokens = context_tokens(messages)
+        return cls(messages, len(transcript), cut, previous, kept, tokens)
+
+    def older(self) -> list[AgentMessage]:
+        """The messages to summarise: those before the cut (not the summary, not a system
+        message)."""
+        start = 1 if self.previous is not None else 0
+        return [m for m in self.messages[start : self.cut] if type(m) is not SystemMessage]
+
+    def kept(self, transcript: list[AgentMessage]) -> list[AgentMessage]:
+        """What follows the new summary: the system messages before the cut, the messages
+        from it on, and any appended to ``transcript`` in place during the summary request."""
+        messages = self.messages
+        added = transcript[self.size :]
+        return [*(messages[i] for i in self.kept_system), *messages[self.cut :], *added]
 
 
 def _summary_text(final: AssistantMessage | None) -> tuple[str | None, Any, str | None]:

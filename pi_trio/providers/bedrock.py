@@ -37,8 +37,9 @@ from ._failure import ProviderFailure, text_piece
 from ._log_guard import guard_secrets
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import PreparedWireApi, WireRequest, compute_cost, parse_event_json, tokens
+from ._stream import PreparedWireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
+from ._usage import compute_cost, tokens
 
 __all__ = ["build_body", "prepare_request", "stream_bedrock"]
 

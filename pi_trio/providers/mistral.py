@@ -46,8 +46,9 @@ from ._builder import MessageBuilder
 from ._failure import ProviderFailure, in_stream_error, text_piece
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
+from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
+from ._usage import compute_cost, tokens
 
 __all__ = ["build_request", "mistral_tool_call_ids", "stream_mistral"]
 

@@ -52,15 +52,9 @@ from ._builder import MessageBuilder
 from ._failure import ProviderFailure, kind_of_code
 from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
-from ._stream import (
-    WireApi,
-    WireRequest,
-    compute_cost,
-    is_loopback,
-    parse_event_json,
-    tokens,
-)
+from ._stream import WireApi, WireRequest, is_loopback, parse_event_json
 from ._transform import transform_messages
+from ._usage import compute_cost, tokens
 
 __all__ = [
     "CompletionsCompat",

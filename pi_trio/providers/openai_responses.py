@@ -49,8 +49,9 @@ from ._failure import ProviderFailure, kind_of_code, text_piece
 from ._options import StreamOptions, forced_tool
 from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
-from ._stream import WireApi, WireRequest, compute_cost, parse_event_json, tokens
+from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
+from ._usage import compute_cost, tokens
 
 __all__ = [
     "TOOL_CALL_ID_PROVIDERS",

@@ -204,7 +204,7 @@ async def test_a_compaction_entry_keeping_what_is_no_system_message_is_refused(
             lease, [(1, "message", user, 1, 1), (2, "compaction", compaction, 2, 1)]
         )
         await store.backend.release(lease)
-        with pytest.raises(pt.SessionLogError, match="entry seq 2: .*systemKept"):
+        with pytest.raises(pt.SessionLogError, match=r"entry seq 2: .*systemKept"):
             async with store.open_agent("s"):
                 pass
 
