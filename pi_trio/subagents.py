@@ -160,10 +160,12 @@ def subagent_tool(
         replay: the tool's ``replay`` for durable sessions (see the module documentation).
 
     Raises:
-        ValueError: ``max_depth`` is below 1 or above :data:`MAX_DEPTH_LIMIT`.
+        ValueError: ``max_depth`` is below 1 or above :data:`MAX_DEPTH_LIMIT`; ``replay`` is
+            neither "never" nor "safe".
         TypeError: ``agent_factory`` is not a function, or is an ``async def`` one (its
             coroutine is neither an agent nor a context manager: write a plain function, or
-            an ``@asynccontextmanager`` one).
+            an ``@asynccontextmanager`` one); ``task_of`` is not a function; ``max_depth``
+            is not an int.
     """
     if not callable(agent_factory) or is_async_callable(agent_factory):
         raise TypeError(
@@ -171,10 +173,22 @@ def subagent_tool(
             "pt.Agent or an async context manager yielding one (an @asynccontextmanager "
             f"function, for async set-up), got {describe(agent_factory)}"
         )
+    if task_of is not None and not callable(task_of):
+        raise TypeError(
+            f"subagent_tool {name!r}: task_of must be a function of the call's parameters "
+            f"returning the child's prompt, got {describe(task_of)}"
+        )
+    if type(max_depth) is not int:
+        raise TypeError(f"subagent_tool {name!r}: max_depth must be an int, got {max_depth!r}")
     if not 1 <= max_depth <= MAX_DEPTH_LIMIT:
         raise ValueError(
             f"subagent_tool {name!r}: max_depth must be 1 to {MAX_DEPTH_LIMIT} (deeper "
             f"forwarded events would exceed the wire format's nesting limit), got {max_depth!r}"
+        )
+    if task_of is None and not _has_task_field(parameters):
+        raise ValueError(
+            f"subagent_tool {name!r}: its parameters have no 'task' field to prompt the child "
+            "with: add one, or pass task_of=(params -> the child's prompt)"
         )
     read_task = task_of if task_of is not None else _task_field
 
@@ -388,6 +402,16 @@ def _text(message: UserMessage) -> str:
     if isinstance(content, str):
         return content
     return "".join(block.text for block in content if isinstance(block, TextContent))
+
+
+def _has_task_field(parameters: type[Any] | Mapping[str, Any] | None) -> bool:
+    """Whether the default task (a ``task`` field) can be read from calls of ``parameters``."""
+    if parameters is None:
+        return True  # TASK_PARAMETERS
+    if isinstance(parameters, Mapping):
+        properties = parameters.get("properties")
+        return isinstance(properties, Mapping) and "task" in properties
+    return attrs.has(parameters) and "task" in attrs.fields_dict(parameters)
 
 
 def _task_field(params: Any) -> str:

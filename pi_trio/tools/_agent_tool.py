@@ -94,6 +94,10 @@ class AgentTool:
                 f"AgentTool {self.name!r}: requires_approval must be True, False or a callable "
                 f"taking the BeforeToolCallContext, got {describe(self.requires_approval)}"
             )
+        if self.replay not in ("never", "safe"):
+            raise ValueError(
+                f"AgentTool {self.name!r}: replay must be 'never' or 'safe', got {self.replay!r}"
+            )
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(
                 f"AgentTool {self.name!r}: timeout must be > 0 seconds, got {self.timeout!r}"
