@@ -440,3 +440,24 @@ def test_a_set_s_json_is_sorted_so_every_process_writes_the_same() -> None:
     assert data["counts"] == [4, 17, 30]
     assert data["mixed"] == ["a", 1]  # items that do not sort: by their JSON text
     assert data["currencies"] == ["EUR", "USD"]  # by their values
+
+
+async def test_a_tool_named_like_the_output_tool_is_refused_with_advice_an_agent_can_follow() -> (
+    None
+):
+    async def other(tool_call_id: str, params: object, on_update: object) -> str:
+        return "x"
+
+    clash = pt.AgentTool("final_result", "x", "x", {"type": "object"}, other)
+    model = faux.FauxModel([faux.assistant_message("hi")])
+
+    @attrs.frozen
+    class Reply:
+        text: str
+
+    agent = pt.Agent(
+        pt.AgentState(model=model.model, tools=[clash]), stream_fn=model, output_type=Reply
+    )
+    with pytest.raises(ValueError, match='a tool is named "final_result"') as caught:
+        await agent.prompt("go")
+    assert "rename that tool" in str(caught.value)  # what pt.Agent(output_type=...) can do

@@ -88,8 +88,9 @@ class OutputGuard:
                 if other is tool:
                     return list(tools)
                 raise ValueError(
-                    f'a tool is named "{tool.name}", the name of the output tool: rename it, or '
-                    'name the output tool otherwise (pt.output_tool(output_type, name="..."))'
+                    f'a tool is named "{tool.name}", the name of the structured output tool: '
+                    "rename that tool (with run_agent_loop, the output tool may be named "
+                    'otherwise instead: pt.output_tool(output_type, name="..."))'
                 )
         return [*tools, tool]
 
