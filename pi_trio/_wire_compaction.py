@@ -46,6 +46,8 @@ def _end_json(event: CompactionEnd) -> dict[str, Any]:
     if event.summary is not None:
         result = {"summary": event.summary, "tokensBefore": event.tokens_before}
         out["result"] = {**result, **(kept_result or {})}
+    elif kept_result is not None:  # a result pi_trio reads no summary from: as it came
+        out["result"] = kept_result
     out["aborted"] = event.aborted
     out["willRetry"] = event.will_retry
     if event.error is not None:
@@ -65,7 +67,10 @@ def _end(data: Any, _: Any) -> CompactionEnd:
     if not isinstance(summary, str | None) or not isinstance(error, str | None):
         raise Invalid("result.summary and errorMessage must be strings")
     if isinstance(tokens, bool) or not isinstance(tokens, int):
-        raise Invalid(f"result.tokensBefore must be a number, got {describe(tokens)}")
+        raise Invalid(f"result.tokensBefore must be a whole number, got {tokens!r}")
+    for key in ("aborted", "willRetry"):
+        if not isinstance(data.get(key, False), bool):
+            raise Invalid(f"{key} must be true or false, got {describe(data.get(key))}")
     extra = {k: v for k, v in data.items() if k not in _END_KEYS}
     kept_result = {k: v for k, v in (result or {}).items() if k not in _RESULT_KEYS}
     if kept_result:
@@ -75,8 +80,8 @@ def _end(data: Any, _: Any) -> CompactionEnd:
         tokens,
         error,
         reason=_reason(data),
-        aborted=bool(data.get("aborted", False)),
-        will_retry=bool(data.get("willRetry", False)),
+        aborted=data.get("aborted", False),
+        will_retry=data.get("willRetry", False),
         extra=extra or None,
     )
 

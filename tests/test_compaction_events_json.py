@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 import pi_trio as pt
 
 
@@ -62,3 +64,31 @@ def test_what_pi_writes_is_read_and_written_back_unchanged() -> None:
         "threshold",
     )
     assert pt.to_json(event) == data
+
+
+def test_a_result_without_a_summary_is_written_back_as_it_came() -> None:
+    data = {
+        "type": "compaction_end",
+        "reason": "manual",
+        "result": {"firstKeptEntryId": "ab12cd34"},
+        "aborted": False,
+        "willRetry": False,
+    }
+    assert pt.to_json(pt.from_json(data, pt.CompactionEnd)) == data  # before: result dropped
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"aborted": "false"}, "aborted must be true or false"),  # before: read as True
+        ({"willRetry": [0]}, "willRetry must be true or false"),
+        (
+            {"result": {"summary": "s", "tokensBefore": 5.0}},
+            "tokensBefore must be a whole number, got 5.0",
+        ),
+    ],
+)
+def test_fields_of_the_wrong_type_are_refused_by_name(changes: dict[str, Any], said: str) -> None:
+    data = {"type": "compaction_end", "reason": "manual", **changes}
+    with pytest.raises(pt.WireFormatError, match=said):
+        pt.from_json(data, pt.CompactionEnd)
