@@ -26,6 +26,7 @@ import functools
 import json
 import os
 import re
+import struct
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -262,13 +263,17 @@ class EventStreamParser:
     def _decode(self, frame: bytes) -> SSEEvent:
         decoder = self._decoder
         decoder.add_data(frame)
-        try:
+        try:  # botocore's decoder raises more than ParserError for a mangled frame
             message = next(decoder)
-        except (self._parser_error, StopIteration) as exc:
+        except (self._parser_error, StopIteration, UnicodeDecodeError, KeyError, ValueError,
+                struct.error) as exc:  # fmt: skip
             raise ProviderFailure(
                 f"invalid event-stream frame: {type(exc).__name__}: {exc}", kind="protocol"
             ) from exc
-        headers = message.headers
+        headers = {
+            key: value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+            for key, value in message.headers.items()
+        }
         payload = bytes(message.payload).decode("utf-8", errors="replace")
         kind = headers.get(":message-type", "event")
         if kind == "exception":

@@ -507,3 +507,33 @@ async def test_a_body_that_is_not_frames_is_an_error(server, client) -> None:
     server.script(BEDROCK_PATH, body([b"\x00\x00\x00\x05hello"]))
     message = final(await run(server, client))
     assert message.error_message == "invalid event-stream frame: a length of 5 bytes"
+
+
+def test_a_mangled_frame_with_good_checksums_is_an_invalid_frame() -> None:
+    """Frames mangled inside (a header's name or type, its length) whose checksums are made
+    right again: each is ``invalid event-stream frame``, never a bare UnicodeDecodeError,
+    KeyError or struct.error from botocore's decoder (before: a third of them)."""
+    import random
+    import struct
+    import zlib
+
+    from pi_trio.providers import ProviderFailure
+    from pi_trio.providers._aws import EventStreamParser
+
+    good = event("contentBlockDelta", {"delta": {"text": "hi"}, "contentBlockIndex": 0})
+    (head_length,) = struct.unpack(">I", good[4:8])
+    rng = random.Random(39)
+    outcomes: set[str] = set()
+    for _ in range(2_000):
+        mangled = bytearray(good)
+        for _ in range(rng.randint(1, 3)):
+            mangled[12 + rng.randrange(head_length)] = rng.randrange(256)
+        body = bytes(mangled[:-4])
+        body = body[:8] + struct.pack(">I", zlib.crc32(body[:8])) + body[12:]
+        try:
+            EventStreamParser(1 << 20).feed(body + struct.pack(">I", zlib.crc32(body)))
+            outcomes.add("read")
+        except ProviderFailure as exc:
+            assert str(exc).startswith("invalid event-stream frame")
+            outcomes.add("refused")
+    assert outcomes == {"read", "refused"}
