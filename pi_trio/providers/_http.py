@@ -396,7 +396,8 @@ async def open_exchange(
         # the first media type (a repeated header arrives joined with ","), no parameters
         content_type = response.headers.get("content-type", "")
         media = content_type.partition(",")[0].partition(";")[0].strip().lower()
-        if response.status_code >= 400 or (media and media != media_type):
+        code = response.status_code  # a redirect, or 204 No Content, is no event stream either
+        if not 200 <= code < 300 or code == 204 or (media and media != media_type):
             raise await _failure_from(response, media, deadline, media_type)
     except BaseException:
         await exchange.aclose()
@@ -447,7 +448,7 @@ async def _failure_from(
     status = f"HTTP {code} {_reason(response)}".rstrip()
     if code < 400:
         # an HTML page (a proxy, a login portal, a wrong base_url): its first bytes say which
-        status += f" is not an event stream (expected {expected}, got {media})"
+        status += f" is not an event stream (expected {expected}, got {media or 'no body type'})"
         text = shorten(text, _FIRST_BYTES)
         if text:
             text = f"the body begins: {text}"

@@ -194,3 +194,16 @@ async def test_an_sse_retry_field_of_other_digits_is_ignored(server, client) -> 
     server.script(PATH, SSE(["retry: \u00b2\n\n", *COMPLETIONS.text]))
     message = await run(server, client)
     assert message.stop_reason == "stop", message.error_message
+
+
+@pytest.mark.parametrize(("status", "reason"), [(302, "Found"), (204, "No Content")])
+async def test_a_redirect_or_no_content_is_not_read_as_an_event_stream(
+    server, client, status, reason
+) -> None:
+    """Before: with no content type, read as an empty stream, and reported as a stream cut
+    short (no status, no redirect mentioned)."""
+    server.script(
+        PATH, Status(status, b"", headers=[("location", "https://elsewhere/")], content_type="")
+    )
+    text = error_of(await run(server, client))
+    assert text.startswith(f"HTTP {status} {reason} is not an event stream"), text
