@@ -54,7 +54,7 @@ class MessageBuilder:
     arguments are indexes into ``message.content``.
     """
 
-    __slots__ = ("_appenders", "_args_parts", "message")
+    __slots__ = ("_appenders", "_args_parts", "_parsed", "message")
 
     def __init__(
         self, model: Model, *, timestamp: int | None = None, usage: Usage | None = None
@@ -70,7 +70,8 @@ class MessageBuilder:
             None,
             now_ms() if timestamp is None else timestamp,
         )
-        self._args_parts: dict[int, _Arguments] = {}
+        self._args_parts: dict[int, list[str]] = {}
+        self._parsed: dict[int, tuple[int, int]] | None = None  # index: (size, size parsed)
         # content index -> appender() of that text/thinking block, from its first delta
         # (made on first use: the scripted model's zero-delay path never needs it)
         self._appenders: dict[int, Callable[[str], None]] | None = None
@@ -184,7 +185,7 @@ class MessageBuilder:
         content = self.message.content
         content.append(ToolCall(id, name, {}))
         index = len(content) - 1
-        self._args_parts[index] = _Arguments()
+        self._args_parts[index] = []
         event = _new(ToolCallStart)  # ToolCallStart(index, self.message)
         event.extra = None
         event.content_index = index
@@ -198,11 +199,12 @@ class MessageBuilder:
         updated from the JSON so far (for UIs): at every piece while it is short, then once it
         has grown by a quarter since the last parse, so that a long argument streamed in
         small pieces costs time linear in its length (a parse is O(length))."""
-        so_far = self._args_parts[index].add(delta, parse_partial)
-        if so_far is not None:
+        parts = self._args_parts[index]
+        parts.append(delta)
+        if parse_partial and self._parse_due(index, len(delta)):
             block = self.message.content[index]
             assert isinstance(block, ToolCall)
-            block.arguments = parse_partial_json(so_far)
+            block.arguments = parse_partial_json("".join(parts))
         event = _new(ToolCallDelta)  # ToolCallDelta(index, delta, self.message)
         event.extra = None
         event.content_index = index
@@ -214,9 +216,11 @@ class MessageBuilder:
         """Finish a tool call: ``arguments`` if given, else the collected JSON parsed."""
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
-        parts = self._args_parts.pop(index, None)
+        parts = self._args_parts.pop(index, [])
+        if self._parsed is not None:
+            self._parsed.pop(index, None)
         if arguments is None:
-            arguments = _parse_arguments("".join(parts.parts) if parts is not None else "")
+            arguments = _parse_arguments("".join(parts))
         block.arguments = arguments
         event = _new(ToolCallEnd)  # ToolCallEnd(index, block, self.message)
         event.extra = None
@@ -231,7 +235,8 @@ class MessageBuilder:
     ) -> StreamDone:
         """Finish successfully. Without ``reason``: "toolUse" if there are tool calls, else
         "stop" ("deferred" is pi-ai 1.6's: the provider finishes the response later)."""
-        self._settle_open_calls()
+        if self._args_parts:
+            self._settle_open_calls()
         if reason is None:
             reason = "toolUse" if self.message.tool_calls else "stop"
         self.message.stop_reason = reason
@@ -245,44 +250,39 @@ class MessageBuilder:
         self, error_message: str, reason: Literal["error", "aborted"] = "error"
     ) -> StreamError:
         """Finish with a failure; partial content is kept."""
-        self._settle_open_calls()
+        if self._args_parts:
+            self._settle_open_calls()
         self.message.stop_reason = reason
         self.message.error_message = error_message
         return StreamError(reason, self.message)
 
+    def _parse_due(self, index: int, added: int) -> bool:
+        """Whether call ``index``'s arguments, ``added`` characters longer, are parsed again:
+        at every piece up to 8 KiB, then once they have grown by a quarter."""
+        parsed = self._parsed
+        if parsed is None:
+            parsed = self._parsed = {}
+        size, done = parsed.get(index, (0, 0))
+        size += added
+        due = size <= _PARSE_EVERY_PIECE_UP_TO or size * 4 >= done * 5
+        parsed[index] = (size, size if due else done)
+        return due
+
     def _settle_open_calls(self) -> None:
         """Calls the stream never ended keep all the JSON that came (a partial parse may
         have been skipped for the last pieces of a long one)."""
-        for index, arguments in self._args_parts.items():
-            if arguments.parsed != arguments.size:
+        parsed = self._parsed or {}
+        for index, parts in self._args_parts.items():
+            size, done = parsed.get(index, (-1, 0))
+            if size != done:
                 block = self.message.content[index]
                 assert isinstance(block, ToolCall)
-                block.arguments = parse_partial_json("".join(arguments.parts))
+                block.arguments = parse_partial_json("".join(parts))
 
 
 _PARSE_EVERY_PIECE_UP_TO = 8_192
 """Arguments (characters) parsed again at every streamed piece; longer ones, once they have
 grown by a quarter."""
-
-
-class _Arguments:
-    """A tool call's argument JSON as it streams in."""
-
-    __slots__ = ("parsed", "parts", "size")
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.size = 0
-        self.parsed = 0  # the size at the last partial parse
-
-    def add(self, piece: str, parse: bool) -> str | None:
-        """Add ``piece``; the JSON so far when ``parse`` and it is worth parsing again."""
-        self.parts.append(piece)
-        size = self.size = self.size + len(piece)
-        if not parse or (size > _PARSE_EVERY_PIECE_UP_TO and size * 4 < self.parsed * 5):
-            return None
-        self.parsed = size
-        return "".join(self.parts)
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
