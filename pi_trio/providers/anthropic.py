@@ -276,6 +276,11 @@ class AnthropicDecoder:
         self.started = False
         self.stopped = False
 
+    @property
+    def ended(self) -> bool:
+        """``message_stop`` came: nothing after it is read."""
+        return self.stopped
+
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]:
         if event.event == "ping":
             return []

@@ -222,9 +222,12 @@ class MistralDecoder:
         self.calls: dict[str, int] = {}  # tool call id -> content index
         self.by_index: dict[int, int] = {}  # the call's position in the chunk -> content index
         self.finish_reason: str | None = None
+        self.ended = False
+        """``[DONE]`` came: nothing after it is read."""
 
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]:
         if event.data.strip() == "[DONE]":
+            self.ended = True
             return []
         chunk = parse_event_json(event)
         if "error" in chunk and not chunk.get("choices"):

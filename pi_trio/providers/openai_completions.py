@@ -375,6 +375,11 @@ class CompletionsDecoder:
         self.finish_reason: str | None = None
         self.done = False
 
+    @property
+    def ended(self) -> bool:
+        """``[DONE]`` came: nothing after it is read."""
+        return self.done
+
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]:
         if event.data.strip() == "[DONE]":
             self.done = True
