@@ -29,7 +29,7 @@ import logging
 import re
 import traceback
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
@@ -50,6 +50,7 @@ from ._options import StreamOptions
 from ._retry import RequestPolicy
 from ._sse import SSEEvent
 from ._sse_reader import SSE_FRAMING, Framing, SSEReader
+from ._stream_end import ends_on_its_own, read_past_the_end
 
 __all__ = [
     "Decoder",
@@ -97,30 +98,6 @@ class Decoder(Protocol):
     def feed(self, event: SSEEvent) -> Iterable[StreamEvent]: ...
 
     def finish(self) -> Iterable[StreamEvent]: ...
-
-
-@runtime_checkable
-class EndsOnItsOwn(Protocol):
-    """A :class:`Decoder` whose stream has an end marker (``[DONE]``, ``message_stop``):
-    once ``ended`` is true nothing more is read and ``finish`` is called, as the providers'
-    SDKs do, so a server that keeps the connection open after it, or sends more, changes
-    nothing."""
-
-    @property
-    def ended(self) -> bool: ...
-
-
-_ENDS: dict[type, bool] = {}
-
-
-def ends_on_its_own(decoder: Decoder) -> bool:
-    """Whether ``decoder`` saw its stream's end marker (the Protocol check once per class:
-    it costs ~25 µs)."""
-    kind = type(decoder)
-    has = _ENDS.get(kind)
-    if has is None:
-        has = _ENDS[kind] = isinstance(decoder, EndsOnItsOwn)
-    return has and cast(EndsOnItsOwn, decoder).ended
 
 
 def is_loopback(url: str) -> bool:
@@ -253,8 +230,11 @@ async def stream_wire(
                     yield stream_event
                 if event is None:
                     return
-                # past its end marker nothing more is read: the response is closed below
-                event = None if ends_on_its_own(decoder) else await reader.next_event()
+                if ends_on_its_own(decoder):
+                    await read_past_the_end(reader)
+                    event = None
+                else:
+                    event = await reader.next_event()
     except ProviderFailure as failure:
         message = error_prefix + str(failure)
         problem: BaseException = failure

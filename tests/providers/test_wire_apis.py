@@ -227,16 +227,17 @@ async def test_token_counts_a_server_gets_wrong_never_cost_the_answer(
 ENDS_ON_ITS_OWN = ("openai-completions", "mistral-conversations", "anthropic-messages")
 
 
-@pytest.mark.parametrize("after", ["stall", "more events"])
+@pytest.mark.parametrize("after", ["stall", "disconnect", "more events"])
 async def test_nothing_is_read_past_the_end_marker(spec, server, client, after) -> None:
     """Past ``[DONE]`` (or ``message_stop``) the answer is complete, as the providers' SDKs
     read it: a server that keeps the connection open (before: an idle timeout, the answer
-    lost) or sends more (before: applied) changes nothing."""
+    lost), ends it uncleanly (before: an error) or sends more (before: applied) changes
+    nothing."""
     if spec.api not in ENDS_ON_ITS_OWN:
         pytest.skip(f"{spec.api}: its stream has no end marker of its own")
     more = [chunk.replace("Hello", "INJECTED") for chunk in spec.text[: spec.first_text_chunks + 1]]
     chunks = spec.text if after == "stall" else [*spec.text, *more]
-    server.script(spec.path, SSE(chunks, then="stall" if after == "stall" else "end"))
+    server.script(spec.path, SSE(chunks, then="end" if after == "more events" else after))
     with trio.fail_after(10):  # the stall would last the idle timeout (120 s)
         message = final(await collect(spec, server, client))
     assert message.stop_reason == "stop", message.error_message
