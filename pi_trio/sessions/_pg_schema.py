@@ -95,10 +95,10 @@ INSERT = (
 )
 
 
-_USER_INFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^?#]*)@")
-"""The user info of a URL: up to the last "@" before its query, whatever it holds (a password
-may hold an unescaped "/", which ends a URL's authority for ``urlsplit`` but not for libpq,
-which would then quote the password in its error)."""
+_USER_INFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^@]*)@")
+"""The user info of a URL: up to its first "@", whatever it holds. libpq reads a password up
+to there, "?" and "#" included; a "/" ends a URL's authority for ``urlsplit`` and for libpq,
+which then quotes the rest as a host or port in its error, so it is masked too."""
 
 
 _SECRET_KEYS = frozenset({"password", "sslpassword"})

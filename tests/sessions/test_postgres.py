@@ -89,6 +89,9 @@ async def test_a_password_is_never_in_a_message_or_description(
         # libpq decodes a parameter's name: this is the password too
         "postgresql://postgres@127.0.0.1:1/db?%70assword=s3cr3tPW&sslmode=bogus",
         "postgresql://postgres@127.0.0.1:1/db?sslpassword=s3cr3tPW&sslmode=bogus",
+        # libpq reads the password up to the "@": "?" and "#" are part of it
+        "postgresql://postgres:s3cr3tPW?x@127.0.0.1:1/db",
+        "postgresql://postgres:s3cr3tPW#x@127.0.0.1:1/db",
     ],
 )
 async def test_a_password_in_an_odd_url_is_never_shown(
