@@ -77,6 +77,8 @@ def _append_one_by_one(conn: Any, group: list[Request], psycopg: Any, refusal: R
     for request in group:
         request.result = None
     with conn.transaction():
+        # a deferred constraint (a trigger checked at COMMIT) fires in its own savepoint
+        conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
         for request in check_leases(conn, group):
             try:
                 with conn.transaction():

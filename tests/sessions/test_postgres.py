@@ -279,7 +279,7 @@ async def test_pi_trio_sessions_lists_a_postgresql_store(postgres_url: str) -> N
     assert done.stdout.decode().startswith("from-the-web\t0 entries")
 
 
-@pytest.mark.parametrize("refusal", ["rows", "store"])
+@pytest.mark.parametrize("refusal", ["rows", "store", "store at commit"])
 async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str, refusal: str) -> None:
     """``rows``: session b's row is JSON the server cannot take (a SessionLogError); ``store``:
     a trigger refuses b's rows for a reason of the store's own (a privilege: a
@@ -290,12 +290,13 @@ async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str, refu
     async with pt.open_session_store(postgres_url, connections=1) as store:
         backend = store.backend
         leases = {name: await backend.acquire(name, new_holder(name)) for name in "wgb"}
-        if refusal == "store":
+        if refusal != "rows":  # a deferred trigger is checked at COMMIT
+            when = "DEFERRABLE INITIALLY DEFERRED" if refusal == "store at commit" else ""
             Raw("postgresql", postgres_url)(
                 "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 "IF NEW.session_id = 'b' THEN RAISE EXCEPTION 'no grant' USING ERRCODE = "
-                "'42501'; END IF; RETURN NEW; END $$; CREATE TRIGGER refuse BEFORE INSERT ON "
-                "pi_trio_entries FOR EACH ROW EXECUTE FUNCTION refuse()"
+                "'42501'; END IF; RETURN NEW; END $$; CREATE CONSTRAINT TRIGGER refuse AFTER "
+                f"INSERT ON pi_trio_entries {when} FOR EACH ROW EXECUTE FUNCTION refuse()"
             )
         blocker = psycopg.connect(postgres_url)
         try:  # the store's one connection waits on this lock...
@@ -321,7 +322,7 @@ async def test_a_refused_commit_fails_alone_in_its_group(postgres_url: str, refu
         assert outcomes["w"] == outcomes["g"] == "ok"
         failed = outcomes["b"]
         assert "session 'b': the store refused this commit" in str(failed)
-        assert isinstance(failed, pt.SessionStoreError) == (refusal == "store")
+        assert isinstance(failed, pt.SessionStoreError) == (refusal != "rows")
         assert failed.session_id == "b"
         assert [len(await store.load(name)) for name in "wgb"] == [1, 1, 0]
 
