@@ -332,8 +332,9 @@ class CompactionEnd:
     failed (``error`` says why), was aborted or had nothing to cut; ``will_retry``: the request
     that overflowed is sent again. Not on the wire: ``first_kept`` (index of the first message
     kept in the transcript before it), ``kept_system`` (indexes, in that transcript, of the
-    system messages before ``first_kept``: kept too, right after the summary), ``usage`` (the
-    summary's, counted by the budgets)."""
+    system messages before ``first_kept``: kept too, right after the summary), ``kept_count``
+    (how many messages from ``first_kept`` on were kept), ``usage`` (the summary's, counted
+    by the budgets)."""
 
     type: ClassVar[Literal["compaction_end"]] = "compaction_end"
     summary: str | None
@@ -344,6 +345,7 @@ class CompactionEnd:
     will_retry: bool = attrs.field(default=False, kw_only=True)
     first_kept: int | None = attrs.field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
     kept_system: tuple[int, ...] = attrs.field(default=(), kw_only=True, metadata=NOT_ON_WIRE)
+    kept_count: int | None = attrs.field(default=None, kw_only=True, metadata=NOT_ON_WIRE)
     usage: Usage | None = attrs.field(
         default=None, kw_only=True, eq=False, hash=False, metadata=NOT_ON_WIRE
     )

@@ -129,6 +129,7 @@ class Compactor:
                 will_retry=reason == "overflow" and summary is not None,
                 first_kept=plan.cut if summary is not None else None,
                 kept_system=plan.kept_system if summary is not None else (),
+                kept_count=len(plan.messages) - plan.cut if summary is not None else None,
                 usage=usage,
             )
         )

@@ -42,7 +42,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 
@@ -50,8 +50,12 @@ from .._errors import SessionLogError, WireFormatError
 from .._logging import sessions_logger
 from ..events import ToolExecutionEnd, ToolResult
 from ..messages import AgentMessage, ImageContent, TextContent, ToolCall, ToolResultMessage
-from ..wire import from_json, to_json
+from ..models import Model
+from ..wire import carries_message, from_json, to_json
 from ._backend import Row
+
+if TYPE_CHECKING:
+    from ..agent import AgentState
 
 __all__ = [
     "ENTRY_KINDS",
@@ -60,13 +64,16 @@ __all__ = [
     "Note",
     "QueueName",
     "SessionEntry",
+    "check_loggable",
     "dumps",
     "encode",
     "encode_or_stand_in",
     "encode_string",
     "entry_error",
     "inbox_row",
+    "model_json",
     "read_message",
+    "settings_json",
     "tool_result_data",
 ]
 
@@ -339,3 +346,33 @@ def read_message(session_id: str, seq: int, data: Any) -> AgentMessage:
 
 def read_messages(session_id: str, seq: int, items: Iterable[Any]) -> list[AgentMessage]:
     return [read_message(session_id, seq, item) for item in items]
+
+
+def model_json(model: Model) -> Any:
+    data = to_json(model)
+    if isinstance(data, dict):
+        data.pop("headers", None)  # may hold credentials: never stored
+    return data
+
+
+def settings_json(state: AgentState) -> dict[str, Any]:
+    return {
+        "model": model_json(state.model),
+        "systemPrompt": state.system_prompt,
+        "thinkingLevel": state.thinking_level,
+    }
+
+
+def check_loggable(message: AgentMessage) -> None:
+    """Refuse a message the log could not give back: an application's own message type that
+    ``pi_trio.wire.register_message_type`` does not know (resuming would fail on its entry).
+
+    Raises:
+        TypeError: saying which type and how to register it.
+    """
+    if not carries_message(message):
+        name = type(message).__qualname__
+        raise TypeError(
+            f"a durable session cannot log a {name}: register its type first, "
+            f"pi_trio.wire.register_message_type({name}), so the log can give it back"
+        )

@@ -39,10 +39,9 @@ from ._backend import (
     check_new_session_id,
     check_session_id,
 )
-from ._entries import Note, dumps, encode, entry_error
+from ._entries import Note, dumps, encode, entry_error, model_json
 from ._holders import new_holder
 from ._pi_read import PI_SESSION_VERSION, PiSessionFile, read_pi_session, refusal
-from ._recorder import model_json
 from ._repair import restore
 
 __all__ = ["export_pi_session", "import_pi_session", "pi_session_text"]

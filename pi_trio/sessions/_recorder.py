@@ -41,6 +41,7 @@ from ..events import (
     AgentEvent,
     AgentStart,
     CompactionEnd,
+    CompactionStart,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -48,7 +49,6 @@ from ..events import (
     ToolExecutionEnd,
 )
 from ..messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, now_ms
-from ..models import Model
 from ..tools import ToolDecision
 from ..wire import carries_message, to_json
 from ._backend import Lease, Row, SessionBackend
@@ -57,49 +57,21 @@ from ._entries import (
     EntryKind,
     Note,
     QueueName,
+    check_loggable,
     dumps,
     encode_or_stand_in,
     inbox_row,
+    settings_json,
     tool_result_data,
 )
 
 if TYPE_CHECKING:
     from ..agent import Agent, AgentState
 
-__all__ = ["SessionRecorder", "check_loggable", "settings_json"]
+__all__ = ["SessionRecorder"]
 
 
 _now = now_ms  # an entry's time: the clock of message timestamps (see _rebuildable)
-
-
-def model_json(model: Model) -> Any:
-    data = to_json(model)
-    if isinstance(data, dict):
-        data.pop("headers", None)  # may hold credentials: never stored
-    return data
-
-
-def settings_json(state: AgentState) -> dict[str, Any]:
-    return {
-        "model": model_json(state.model),
-        "systemPrompt": state.system_prompt,
-        "thinkingLevel": state.thinking_level,
-    }
-
-
-def check_loggable(message: AgentMessage) -> None:
-    """Refuse a message the log could not give back: an application's own message type that
-    ``pi_trio.wire.register_message_type`` does not know (resuming would fail on its entry).
-
-    Raises:
-        TypeError: saying which type and how to register it.
-    """
-    if not carries_message(message):
-        name = type(message).__qualname__
-        raise TypeError(
-            f"a durable session cannot log a {name}: register its type first, "
-            f"pi_trio.wire.register_message_type({name}), so the log can give it back"
-        )
 
 
 def _queue_name(kind: str) -> QueueName:
@@ -255,6 +227,9 @@ class SessionRecorder:
             return True
         if cls is CompactionEnd and event.summary is not None:  # type: ignore[union-attr]
             return self._note_compaction(event)  # type: ignore[arg-type]
+        if cls is CompactionStart:  # what it compacts is in the log (a setter just before)
+            self._log_if_replaced()
+            return False
         if cls is ToolApprovalRequest:
             data = {
                 "toolCallId": event.tool_call_id,  # type: ignore[union-attr]
@@ -287,16 +262,19 @@ class SessionRecorder:
         head = messages[0] if messages else None
         if not isinstance(head, CompactionSummary) or event.first_kept is None:
             return False  # not this recorder's agent's transcript: the next run logs it whole
+        kept = len(messages) - 1 - len(event.kept_system)
         data: dict[str, Any] = {
             "summary": head.summary,
             "tokensBefore": head.tokens_before,
             "firstKept": event.first_kept,
-            "keptCount": len(messages) - 1 - len(event.kept_system),
+            "keptCount": kept if event.kept_count is None else event.kept_count,
             "timestamp": head.timestamp,
         }
         if event.kept_system:  # only then: older readers lose nothing else
             data["systemKept"] = list(event.kept_system)
         self.note("compaction", data)
+        if data["keptCount"] != kept:  # appended in place meanwhile, never logged: log it all
+            self.note_transcript(messages)
         self._count = len(messages)
         self._last = messages[-1]
         return True
@@ -368,10 +346,17 @@ class SessionRecorder:
         if agent is not None:
             state = agent.state
             self.note_settings(state)
-            messages = state.messages
-            if len(messages) != self._count or (messages and messages[-1] is not self._last):
-                self.note_transcript(messages)
+            self._log_if_replaced()
         self.note("run_start", {})
+
+    def _log_if_replaced(self) -> None:
+        """Log the agent's transcript whole when it is not the one the log describes (the
+        application replaced it: ``reset()``, an assignment)."""
+        messages = self.agent.state.messages if self.agent is not None else None
+        if messages is not None and (
+            len(messages) != self._count or (messages and messages[-1] is not self._last)
+        ):
+            self.note_transcript(messages)
 
     def note_settings(self, state: AgentState) -> None:
         """Log the model, system prompt and thinking level when they changed."""

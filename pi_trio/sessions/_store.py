@@ -44,12 +44,12 @@ from ._backend import (
     check_session_id,
     long_id_error,
 )
-from ._entries import SessionEntry, check_row, dumps, entry_error, parse_data
+from ._entries import SessionEntry, check_loggable, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
 from ._intents import durable_before_tool_call
 from ._keeper import LeaseKeeper, pull_inbox
 from ._pi_files import export_pi_session, import_pi_session
-from ._recorder import SessionRecorder, check_loggable
+from ._recorder import SessionRecorder
 from ._repair import SessionImage, restore
 from ._resume import repair_tail, restore_approvals
 
