@@ -204,7 +204,7 @@ class MessageBuilder:
         if parse_partial and self._parse_due(index, len(delta)):
             block = self.message.content[index]
             assert isinstance(block, ToolCall)
-            block.arguments = parse_partial_json("".join(parts))
+            block.arguments = parse_partial_json("".join(parts), repair=False)
         event = _new(ToolCallDelta)  # ToolCallDelta(index, delta, self.message)
         event.extra = None
         event.content_index = index
@@ -292,6 +292,6 @@ def _parse_arguments(text: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         value = parse_partial_json(text)
     return value if isinstance(value, dict) else {}

@@ -3,77 +3,60 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 __all__ = ["parse_partial_json", "repair_escapes"]
 
 
-_ESCAPES = frozenset('"\\/bfnrtu')
-_HEX = frozenset("0123456789abcdefABCDEF")
+_ESCAPE = re.compile(r'(\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}|u[0-9a-fA-F]{0,3}\Z|\Z))|(\\)')
+"""A backslash and what follows it: a JSON escape, or one the stream has not finished yet
+(group 1: kept), or a lone backslash (group 2: doubled)."""
+
+
+def _repaired(match: re.Match[str]) -> str:
+    return match.group(1) or "\\\\"
 
 
 def repair_escapes(text: str) -> str:
-    """``text`` with each backslash that starts no JSON escape inside a string doubled
-    (``"\\d+"`` as a model writes a regex means a backslash and a ``d``), as pi-ai repairs
-    arguments. Raw control characters in strings need no repair: they are parsed with
-    ``strict=False``."""
+    """``text`` with each backslash that starts no JSON escape doubled (``"\\d+"`` as a model
+    writes a regex means a backslash and a ``d``), as pi-ai repairs arguments; one that ends
+    the text may be an escape still streaming, and is kept. Raw control characters in
+    strings need no repair: they are parsed with ``strict=False``. (A backslash outside a
+    string is invalid JSON either way.)"""
     if "\\" not in text:
         return text
-    out: list[str] = []
-    in_string = False
-    index, size = 0, len(text)
-    while index < size:
-        ch = text[index]
-        if in_string and ch == "\\":
-            following = text[index + 1 : index + 2]
-            hex_digits = text[index + 2 : index + 6]
-            if not following or (following == "u" and index + 6 > size and set(hex_digits) <= _HEX):
-                out.append(text[index:])  # an escape the stream has not finished yet
-                break
-            if following == "u" and len(hex_digits) == 4 and set(hex_digits) <= _HEX:
-                out.append(text[index : index + 6])
-                index += 6
-                continue
-            if following and following != "u" and following in _ESCAPES:
-                out.append(ch + following)
-                index += 2
-                continue
-            out.append("\\\\")  # no escape starts here: a backslash of its own
-            index += 1
-            continue
-        if ch == '"':
-            in_string = not in_string
-        out.append(ch)
-        index += 1
-    return "".join(out)
+    return _ESCAPE.sub(_repaired, text)
 
 
 def _loads(text: str) -> Any:
     return json.loads(text, strict=False)  # raw control characters in strings: kept
 
 
-def parse_partial_json(text: str) -> dict[str, Any]:
+def parse_partial_json(text: str, *, repair: bool = True) -> dict[str, Any]:
     """The object that ``text`` starts, closing any open string, array or object, and
-    repairing what models get wrong in strings (raw control characters, a backslash that
-    starts no escape).
+    (``repair``) repairing what models get wrong in strings: a raw control character is
+    always kept, a backslash that starts no escape is doubled. A streaming display may skip
+    that repair (a regex pass per piece); the arguments a call ends with have it.
 
     Returns ``{}`` when nothing useful can be recovered. Never raises.
     """
     if not text.strip():
         return {}
     try:
-        return _whole_or_partial(text)
+        return _whole_or_partial(text, repair)
     except (RecursionError, MemoryError):
         return {}
 
 
-def _whole_or_partial(text: str) -> dict[str, Any]:
+def _whole_or_partial(text: str, repair: bool) -> dict[str, Any]:
     try:
         value = _loads(text)
         return value if isinstance(value, dict) else {}
     except ValueError:
         pass
-    text = repair_escapes(text)
+    if repair:
+        text = repair_escapes(text)
     closers: list[str] = []
     in_string = False
     escaped = False

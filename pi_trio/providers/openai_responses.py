@@ -464,7 +464,7 @@ def _error_event(data: dict[str, Any]) -> ProviderFailure:
 def _parse_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         return parse_partial_json(text)
     return value if isinstance(value, dict) else {}
 

@@ -44,9 +44,9 @@ def test_a_long_argument_in_small_pieces_is_parsed_a_bounded_number_of_times(
 ) -> None:
     parses: list[int] = []
 
-    def counting(text: str) -> dict[str, Any]:
+    def counting(text: str, **options: Any) -> dict[str, Any]:
         parses.append(len(text))
-        return parse_partial_json(text)
+        return parse_partial_json(text, **options)
 
     monkeypatch.setattr(_builder, "parse_partial_json", counting)
     content = "x" * 100_000
@@ -72,3 +72,11 @@ def test_a_call_the_stream_never_ended_keeps_all_its_json() -> None:
         builder.tool_call_delta(index, text[start : start + 1_000], parse_partial=True)
     message = builder.done().message
     assert message.tool_calls[0].arguments == json.loads(text)
+
+
+def test_arguments_nested_too_deep_to_read_are_none() -> None:
+    """Before: a bare RecursionError ended the response."""
+    builder = MessageBuilder(MODEL)
+    index = builder.tool_call_start("c1", "deep").content_index
+    builder.tool_call_delta(index, '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert builder.tool_call_end(index).tool_call.arguments == {}
