@@ -29,6 +29,7 @@ from ._registry import (
 from ._simple import complete_simple, stream_simple
 from ._sse import SSEEvent
 from ._stream import Decoder, WireApi, WireRequest, parse_event_json, stream_wire
+from ._usage import token_count
 
 __all__ = [
     "ABORTED_MESSAGE",
@@ -55,5 +56,6 @@ __all__ = [
     "stream_simple",
     "stream_wire",
     "text_piece",
+    "token_count",
     "unregister_api",
 ]

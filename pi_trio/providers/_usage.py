@@ -7,12 +7,12 @@ from typing import Any
 from ..messages import Usage
 from ..models import Model
 
-__all__ = ["compute_cost", "tokens"]
+__all__ = ["compute_cost", "token_count"]
 
 _MOST_TOKENS = 2**53  # beyond any real count, and what a float still holds exactly
 
 
-def tokens(raw: Any, key: str) -> int:
+def token_count(raw: Any, key: str) -> int:
     """A token count a provider reported in ``raw[key]``: a non-negative whole number, else
     0 (a string, a negative or huge number, NaN: a server's mistake must not turn a complete
     answer into an error, nor reach the cost)."""

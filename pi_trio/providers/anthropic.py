@@ -42,7 +42,7 @@ from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = ["build_request", "stream_anthropic"]
 
@@ -374,7 +374,7 @@ class AnthropicDecoder:
             ("cache_write", "cache_creation_input_tokens"),
         ):
             if raw.get(key) is not None:
-                setattr(usage, field, tokens(raw, key))
+                setattr(usage, field, token_count(raw, key))
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
         compute_cost(self.model, usage)
 

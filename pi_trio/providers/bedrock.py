@@ -39,7 +39,7 @@ from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import PreparedWireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = ["build_body", "prepare_request", "stream_bedrock"]
 
@@ -367,12 +367,12 @@ class BedrockDecoder:
         if not raw:
             return
         usage = Usage(
-            input=tokens(raw, "inputTokens"),
-            output=tokens(raw, "outputTokens"),
-            cache_read=tokens(raw, "cacheReadInputTokens"),
-            cache_write=tokens(raw, "cacheWriteInputTokens"),
+            input=token_count(raw, "inputTokens"),
+            output=token_count(raw, "outputTokens"),
+            cache_read=token_count(raw, "cacheReadInputTokens"),
+            cache_write=token_count(raw, "cacheWriteInputTokens"),
         )
-        usage.total_tokens = tokens(raw, "totalTokens") or usage.input + usage.output
+        usage.total_tokens = token_count(raw, "totalTokens") or usage.input + usage.output
         self.builder.message.usage = compute_cost(self.model, usage)
 
     def finish(self) -> Iterable[StreamEvent]:

@@ -39,7 +39,7 @@ from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = ["build_request", "stream_google"]
 
@@ -281,15 +281,15 @@ class GoogleDecoder:
             self.finish_reason = candidate["finishReason"]
         usage = chunk.get("usageMetadata")
         if usage:
-            cached = tokens(usage, "cachedContentTokenCount")
+            cached = token_count(usage, "cachedContentTokenCount")
             message.usage = compute_cost(
                 self.model,
                 Usage(
-                    input=max(0, tokens(usage, "promptTokenCount") - cached),
-                    output=tokens(usage, "candidatesTokenCount")
-                    + tokens(usage, "thoughtsTokenCount"),
+                    input=max(0, token_count(usage, "promptTokenCount") - cached),
+                    output=token_count(usage, "candidatesTokenCount")
+                    + token_count(usage, "thoughtsTokenCount"),
                     cache_read=cached,
-                    total_tokens=tokens(usage, "totalTokenCount"),
+                    total_tokens=token_count(usage, "totalTokenCount"),
                 ),
             )
         return out

@@ -48,7 +48,7 @@ from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = ["build_request", "mistral_tool_call_ids", "stream_mistral"]
 
@@ -315,14 +315,14 @@ class MistralDecoder:
         return out
 
     def _usage(self, raw: dict[str, Any]) -> None:
-        prompt = tokens(raw, "prompt_tokens")
-        completion = tokens(raw, "completion_tokens")
+        prompt = token_count(raw, "prompt_tokens")
+        completion = token_count(raw, "completion_tokens")
         usage = Usage(
             input=prompt,
             output=completion,
             cache_read=0,
             cache_write=0,
-            total_tokens=tokens(raw, "total_tokens") or prompt + completion,
+            total_tokens=token_count(raw, "total_tokens") or prompt + completion,
         )
         self.builder.message.usage = compute_cost(self.model, usage)
 

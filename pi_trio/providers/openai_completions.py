@@ -54,7 +54,7 @@ from ._options import StreamOptions, forced_tool
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, is_loopback, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = [
     "CompletionsCompat",
@@ -473,13 +473,15 @@ class CompletionsDecoder:
         return out
 
     def _usage(self, raw: dict[str, Any]) -> Usage:
-        prompt = tokens(raw, "prompt_tokens")
+        prompt = token_count(raw, "prompt_tokens")
         details = raw.get("prompt_tokens_details")
-        reported_cached = tokens(details, "cached_tokens") or tokens(raw, "prompt_cache_hit_tokens")
-        cache_write = tokens(details, "cache_write_tokens")
+        reported_cached = token_count(details, "cached_tokens") or token_count(
+            raw, "prompt_cache_hit_tokens"
+        )
+        cache_write = token_count(details, "cache_write_tokens")
         cache_read = max(0, reported_cached - cache_write) if cache_write else reported_cached
         input_tokens = max(0, prompt - cache_read - cache_write)
-        output = tokens(raw, "completion_tokens")
+        output = token_count(raw, "completion_tokens")
         usage = Usage(
             input=input_tokens,
             output=output,

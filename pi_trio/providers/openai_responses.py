@@ -51,7 +51,7 @@ from ._partial_json import parse_partial_json
 from ._sse import SSEEvent
 from ._stream import WireApi, WireRequest, parse_event_json
 from ._transform import transform_messages
-from ._usage import compute_cost, tokens
+from ._usage import compute_cost, token_count
 
 __all__ = [
     "TOOL_CALL_ID_PROVIDERS",
@@ -417,13 +417,13 @@ class ResponsesDecoder:
     def _usage(self, raw: dict[str, Any] | None) -> None:
         if not raw:
             return
-        cached = tokens(raw.get("input_tokens_details"), "cached_tokens")
+        cached = token_count(raw.get("input_tokens_details"), "cached_tokens")
         usage = Usage(
-            input=max(0, tokens(raw, "input_tokens") - cached),
-            output=tokens(raw, "output_tokens"),
+            input=max(0, token_count(raw, "input_tokens") - cached),
+            output=token_count(raw, "output_tokens"),
             cache_read=cached,
             cache_write=0,
-            total_tokens=tokens(raw, "total_tokens"),
+            total_tokens=token_count(raw, "total_tokens"),
         )
         self.builder.message.usage = compute_cost(self.model, usage)
 

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from .._errors import WireFormatError
+from .._headers import header_secrets
 from ..events import StreamEvent
 from ..messages import Context, TextContent, ThinkingContent, ToolCall
 from ..models import Model
@@ -35,6 +36,7 @@ from ..providers import (
     redact,
     stream_wire,
     text_piece,
+    token_count,
 )
 from ..wire import from_json
 from ._protocol import (
@@ -109,7 +111,8 @@ class ProxyStream:
         }
         if self.http_client is not None:
             options = attrs.evolve(options, http_client=self.http_client)
-        secrets = (token, self.token, options.api_key)
+        secrets: tuple[str | None, ...] = (token, self.token, options.api_key)
+        secrets += header_secrets(model.headers) + header_secrets(options.headers)
         decoder = ProxyDecoder(builder, secrets=secrets)
         request = WireRequest(self.endpoint, headers, body)
         # failures of the proxy itself (HTTP status, transport, a broken stream) get the
@@ -144,6 +147,9 @@ def stream_proxy(
     return ProxyStream(proxy_url, token, http_client)
 
 
+_COUNTS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
 class ProxyDecoder:
     """Compact proxy events -> stream events, rebuilding the message with ``builder``.
 
@@ -175,6 +181,11 @@ class ProxyDecoder:
             if isinstance(kind, str):
                 return ()
             raise ProviderFailure(f"invalid event from the proxy: no event type in {sse.data!r}")
+        if kind in ("done", "error") and isinstance(data.get("usage"), dict):
+            usage = data["usage"]  # counts a server got wrong never cost the answer
+            for key in _COUNTS:
+                if key in usage:
+                    usage[key] = token_count(usage, key)
         try:
             event: ProxyEvent = from_json(data, ProxyEvent)
         except WireFormatError as exc:

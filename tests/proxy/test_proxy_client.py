@@ -173,3 +173,39 @@ async def test_the_agent_loop_runs_through_a_scripted_proxy(
 class _Sink:
     async def send(self, event: Any) -> None:
         pass
+
+
+@pytest.mark.parametrize("count", [None, 1.5, "12", -4, 10**30])
+async def test_a_count_the_proxy_gets_wrong_never_costs_the_answer(
+    upstream: ScriptedServer, client, count: Any
+) -> None:
+    """As every wire API reads counts (before: a done event whose output was null or a
+    string turned a complete answer into an error; a negative or huge one was kept)."""
+    usage = {**USAGE, "output": count}
+    events = await run(
+        upstream,
+        client,
+        SSE(sse_events({"type": "start"}, {"type": "done", "reason": "stop", "usage": usage})),
+    )
+    assert events[-1].type == "done"
+    assert 0 <= final(events).usage.output < 2**53
+
+
+async def test_a_credential_header_is_masked_in_the_proxys_errors(
+    upstream: ScriptedServer, client
+) -> None:
+    """``headers=`` travel to the proxy (for its upstream): an error echoing one is masked."""
+    secret = "Bearer sk-upstream-SECRET-0123"
+    error = {
+        "type": "error",
+        "reason": "error",
+        "errorMessage": f"upstream said: {secret}",
+        "usage": USAGE,
+    }
+    events = await run(
+        upstream,
+        client,
+        SSE(sse_events({"type": "start"}, error)),
+        headers={"Authorization": secret},
+    )
+    assert "SECRET" not in (final(events).error_message or "")
