@@ -466,3 +466,11 @@ SAMPLE_MESSAGES: list[pt.AgentMessage] = [
     pt.ToolResultMessage("c2", "lookup", [pt.TextContent("no")], is_error=True, timestamp=9),
 ]
 """Messages of every role and block kind, with optional fields set and unset."""
+
+
+def long_history(turns: int = 8) -> list[pt.AgentMessage]:
+    """A transcript of ``turns`` questions of ~400 tokens each, answered: enough to compact."""
+    history: list[pt.AgentMessage] = []
+    for index in range(turns):
+        history += [pt.UserMessage(f"q{index} " + "x" * 1_600), faux.assistant_message(f"a{index}")]
+    return history

@@ -26,12 +26,8 @@ def compacting_agent() -> pt.Agent:
     return agent
 
 
-def types(events: list[pt.AgentEvent]) -> list[str]:
-    return [event.type for event in events]
-
-
-async def test_an_abort_while_a_listener_holds_compaction_start() -> None:
-    agent = compacting_agent()
+def holding_compaction_start(agent: pt.Agent) -> list[pt.AgentEvent]:
+    """Subscribe a listener that holds ``compaction_start`` for good; the events it saw."""
     events: list[pt.AgentEvent] = []
 
     async def slow_on_start(event: pt.AgentEvent) -> None:
@@ -40,6 +36,16 @@ async def test_an_abort_while_a_listener_holds_compaction_start() -> None:
             await trio.sleep_forever()
 
     agent.subscribe(slow_on_start)
+    return events
+
+
+def types(events: list[pt.AgentEvent]) -> list[str]:
+    return [event.type for event in events]
+
+
+async def test_an_abort_while_a_listener_holds_compaction_start() -> None:
+    agent = compacting_agent()
+    events = holding_compaction_start(agent)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(agent.prompt, "read the files")
         while not any(isinstance(e, pt.CompactionStart) for e in events):
@@ -73,14 +79,7 @@ async def test_a_listener_raising_on_compaction_start() -> None:
 async def test_a_manual_compaction_aborted_at_its_start() -> None:
     agent = compacting_agent()
     await agent.prompt("read the files")
-    events: list[pt.AgentEvent] = []
-
-    async def slow_on_start(event: pt.AgentEvent) -> None:
-        events.append(event)
-        if isinstance(event, pt.CompactionStart):
-            await trio.sleep_forever()
-
-    agent.subscribe(slow_on_start)
+    events = holding_compaction_start(agent)
     results = []
 
     async def compact() -> None:

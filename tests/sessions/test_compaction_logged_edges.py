@@ -13,14 +13,9 @@ import trio.testing
 
 import pi_trio as pt
 
+from ..support import long_history
+
 faux = pt.faux
-
-
-def long_history() -> list[pt.AgentMessage]:
-    history: list[pt.AgentMessage] = []
-    for index in range(8):
-        history += [pt.UserMessage(f"q{index} " + "x" * 1_600), faux.assistant_message(f"a{index}")]
-    return history
 
 
 async def _slow_summary(context: pt.Context, options: object, index: int) -> pt.AssistantMessage:
