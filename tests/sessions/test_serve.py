@@ -397,7 +397,7 @@ async def test_an_enqueued_message_of_a_type_the_worker_does_not_know_is_set_asi
     "data",
     [
         '{"role": "user", "content": "x", "timestamp": 1' + "0" * 5_000 + "}",  # over 4,300 digits
-        '{"role": "user", "content": ' + "[" * 3_000 + "]" * 3_000 + ', "timestamp": 1}',
+        '{"role": "user", "content": ' + "[" * 12_000 + "]" * 12_000 + ', "timestamp": 1}',
     ],
     ids=["huge-number", "deep"],
 )

@@ -147,7 +147,7 @@ async def test_a_dead_process_is_no_holder(tmp_path: Path) -> None:
         ("telepathy", "{}", 1, "unknown entry kind 'telepathy'"),
         ("message", "{}", 7, "entry format version 7 is newer"),
         # JSON either server stores and Python's parser refuses: too deep to read back
-        ("message", "[" * 3_000 + "]" * 3_000, 1, "bad JSON in entry data"),
+        ("message", "[" * 12_000 + "]" * 12_000, 1, "bad JSON in entry data"),
     ],
 )
 async def test_a_bad_entry_names_session_seq_and_problem(
