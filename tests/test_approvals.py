@@ -300,3 +300,16 @@ async def test_compact_waits_until_the_waiting_calls_have_results() -> None:
     await agent.prompt("refund it")
     with pytest.raises(pt.ContinueError, match="refund 'r1'"):
         await agent.compact()
+
+
+async def test_every_waiting_call_of_a_large_batch_is_listed_in_source_order() -> None:
+    calls = [faux.tool_call("refund", {"amount": n}, id=f"r{n}") for n in range(2_000)]
+    calls.insert(1_000, faux.tool_call("refund", {"amount": -1}, id="r0"))  # a reused id
+    agent, _ = make_scripted_agent([faux.assistant_message(calls)], (refund_tool([]),))
+    await agent.prompt("refund them all")
+    asked = agent.state.last_assistant_message
+    assert asked is not None
+    waiting = agent.state.pending_approvals
+    assert [call.id for call in waiting] == [f"r{n}" for n in range(2_000)]
+    assert all(call is asked.content[n] for n, call in enumerate(waiting[:1_000]))
+    assert waiting[0].arguments == {"amount": 0}  # the first call of an id is the one waiting
