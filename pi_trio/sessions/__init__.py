@@ -9,7 +9,14 @@ docs/many-agents.md for PostgreSQL stores, ``store.enqueue`` and :func:`serve_se
 
 from __future__ import annotations
 
-from ._backend import SCHEMA_VERSION, Holder, Lease, SessionBackend, SessionInfo
+from ._backend import (
+    SCHEMA_VERSION,
+    Holder,
+    Lease,
+    SessionBackend,
+    SessionInfo,
+    SessionLookup,
+)
 from ._entries import ENTRY_KINDS, FORMAT_VERSION, SessionEntry
 from ._open import open_session_store
 from ._recorder import SessionRecorder
@@ -35,6 +42,7 @@ __all__ = [
     "SessionBackend",
     "SessionEntry",
     "SessionInfo",
+    "SessionLookup",
     "SessionRecorder",
     "SessionStore",
     "SqliteBackend",

@@ -37,10 +37,12 @@ __all__ = [
     "Row",
     "SessionBackend",
     "SessionInfo",
+    "SessionLookup",
     "as_leased",
     "check_new_session_id",
     "check_session_id",
     "long_id_error",
+    "session_exists",
 ]
 
 SCHEMA_VERSION = 1
@@ -175,7 +177,18 @@ class LeasedBackend(SessionBackend, Protocol):
         ...
 
 
+@runtime_checkable
+class SessionLookup(Protocol):
+    """A backend that can tell whether it has a session without reading its log (one keyed
+    read); the store asks it where a backend without it loads the log, then the listing."""
+
+    async def has_session(self, session_id: str) -> bool:
+        """Whether the store has the session: a log, or queued input."""
+        ...
+
+
 _LEASED: dict[type, bool] = {}
+_LOOKUP: dict[type, bool] = {}
 
 
 def as_leased(backend: SessionBackend) -> LeasedBackend | None:
@@ -187,6 +200,20 @@ def as_leased(backend: SessionBackend) -> LeasedBackend | None:
     if leased is None:
         leased = _LEASED[kind] = isinstance(backend, LeasedBackend)
     return cast(LeasedBackend, backend) if leased else None
+
+
+async def session_exists(backend: SessionBackend, session_id: str) -> bool:
+    """Whether ``backend`` has the session: one keyed read on a :class:`SessionLookup`, else
+    its log, or its row in the listing (a session with queued input and no log yet)."""
+    kind = type(backend)
+    lookup = _LOOKUP.get(kind)
+    if lookup is None:
+        lookup = _LOOKUP[kind] = isinstance(backend, SessionLookup)
+    if lookup:
+        return await cast(SessionLookup, backend).has_session(session_id)
+    if await backend.load_rows(session_id):
+        return True
+    return any(info.session_id == session_id for info in await backend.list_sessions())
 
 
 MAX_NEW_ID_BYTES = 1024

@@ -4,8 +4,8 @@ The server or the network may end a connection at any time (``pg_terminate_backe
 failover, a restart, a proxy's idle timeout). The request that finds it dead is run again on a
 new connection when running it twice cannot do anything twice:
 
-- reads (``inbox``, ``load_rows``, ``list_sessions``), ``renew`` and ``release`` (conditional
-  on the lease: a second run finds what the first did);
+- reads (``inbox``, ``has_session``, ``load_rows``, ``list_sessions``), ``renew`` and
+  ``release`` (conditional on the lease: a second run finds what the first did);
 - ``acquire``: its holder token is new for every open, so a retry that finds the session held
   by that token knows its own first attempt took it, and takes it again;
 - ``claim``: a claim committed just before the drop leaves its leases unknown to the worker;
@@ -45,7 +45,17 @@ from ._writer import Request
 __all__ = ["RETRIED", "CommitUnknown", "Retrying", "committed_appends", "transaction"]
 
 RETRIED = frozenset(
-    {"inbox", "load_rows", "list_sessions", "renew", "release", "acquire", "claim", "append"}
+    {
+        "inbox",
+        "has_session",
+        "load_rows",
+        "list_sessions",
+        "renew",
+        "release",
+        "acquire",
+        "claim",
+        "append",
+    }
 )
 """The operations run again after a drop whenever it happens (``enqueue`` and ``delete``
 only when their COMMIT had not gone out)."""

@@ -324,6 +324,10 @@ class PostgresBackend:
             (session_id,),
         ).fetchall()
 
+    def _op_has_session(self, conn: psycopg.Connection[Any], session_id: str) -> bool:
+        query = "SELECT 1 FROM pi_trio_sessions WHERE session_id = %s"
+        return conn.execute(query, (session_id,)).fetchone() is not None
+
     def _op_load_rows(self, conn: psycopg.Connection[Any], session_id: str) -> list[StoredRow]:
         return conn.execute(
             "SELECT seq, kind, data::text, time, epoch, version FROM pi_trio_entries "
@@ -408,6 +412,10 @@ class PostgresBackend:
     async def inbox(self, session_id: str) -> list[tuple[int, str, str]]:
         rows: list[tuple[int, str, str]] = await self._call("inbox", session_id)
         return rows
+
+    async def has_session(self, session_id: str) -> bool:
+        found: bool = await self._call("has_session", session_id)
+        return found
 
     async def load_rows(self, session_id: str) -> list[StoredRow]:
         rows: list[StoredRow] = await self._call("load_rows", session_id)

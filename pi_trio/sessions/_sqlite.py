@@ -325,6 +325,10 @@ class SqliteBackend:
             (lease.session_id, lease.epoch, lease.holder.token),
         )
 
+    def _op_has_session(self, db: sqlite3.Connection, session_id: str) -> bool:
+        query = "SELECT 1 FROM pi_trio_sessions WHERE session_id = ?"
+        return db.execute(query, (session_id,)).fetchone() is not None
+
     def _op_load_rows(self, db: sqlite3.Connection, session_id: str) -> list[StoredRow]:
         return db.execute(
             "SELECT seq, kind, data, time, epoch, version FROM pi_trio_entries "
@@ -398,6 +402,10 @@ class SqliteBackend:
         if inbox:
             raise TypeError("a SQLite session store has no inbox")
         await self.commits.append((lease, rows))
+
+    async def has_session(self, session_id: str) -> bool:
+        found: bool = await self._thread.call("has_session", session_id)
+        return found
 
     async def load_rows(self, session_id: str) -> list[StoredRow]:
         rows: list[StoredRow] = await self._thread.call("load_rows", session_id)

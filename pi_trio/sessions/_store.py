@@ -43,6 +43,7 @@ from ._backend import (
     as_leased,
     check_session_id,
     long_id_error,
+    session_exists,
 )
 from ._entries import SessionEntry, check_loggable, check_row, dumps, entry_error, parse_data
 from ._holders import new_holder
@@ -211,9 +212,7 @@ class SessionStore:
     async def _exists(self, session_id: str) -> bool:
         """Whether the store has the session: a log, or a row (queued input, say)."""
         check_session_id(session_id)
-        if await self.backend.load_rows(session_id):
-            return True
-        return any(info.session_id == session_id for info in await self.backend.list_sessions())
+        return await session_exists(self.backend, session_id)
 
     @asynccontextmanager
     async def open_leased(
