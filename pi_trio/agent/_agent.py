@@ -349,8 +349,7 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         if self._state.awaiting_approval:  # their batch must not be cut
             raise ContinueError(undecided_text(self._state))
         self._check_model()
-        scope = self._scope = trio.CancelScope()
-        self._run_task = trio.lowlevel.current_task()
+        scope = self._become_running()
         try:
             return await compact_now(
                 self._settings, self._state, self._delivery, scope, instructions
@@ -433,27 +432,37 @@ class Agent(AgentOptions, QueueMethods, Approvals):
             self._delivery,
             skip_first_steering_poll=skip_initial_steering_poll,
         )
-        scope = self._scope = trio.CancelScope()
-        self._run_task = trio.lowlevel.current_task()
-        self._outer_nurseries = tuple(self._run_task.child_nurseries)  # usually ()
+        scope = self._become_running()
         task_status.started()
         state.begin_run()
         self._delivery.begin_run()
         context = AgentContext(state.system_prompt, state.messages, list(state.tools))
         return config, scope, context, spending
 
+    def _become_running(self) -> trio.CancelScope:
+        """A run (or a compaction) of this agent begins in the current task; ``abort()``
+        cancels the scope returned. The nurseries the caller has open around it are noted:
+        their tasks are not inside the run (``wait_for_idle()``)."""
+        scope = self._scope = trio.CancelScope()
+        task = self._run_task = trio.lowlevel.current_task()
+        self._outer_nurseries = tuple(task.child_nurseries)  # usually ()
+        return scope
+
     async def _end_run(self) -> None:
         """Make this agent idle again, however the run ended. The transcript is complete even
         when closing events were not delivered; a recorder is flushed first."""
         self._state.end_run()
         recorder = self._delivery.recorder
-        if recorder is not None:
-            await self._final_flush(recorder)
-        self._scope = None
-        self._run_task = None
-        idle, self._idle = self._idle, None
-        if idle is not None:
-            idle.set()
+        try:
+            if recorder is not None:
+                await self._final_flush(recorder)
+        finally:  # idle however the flush ended (a KeyboardInterrupt in it, say)
+            self._scope = None
+            self._run_task = None
+            self._outer_nurseries = ()  # the last caller's nurseries (and their contexts)
+            idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.set()
 
     async def _final_flush(self, recorder: Recorder) -> None:
         """Whatever the recorder noted without needing it durable at once (agent_end, say)
