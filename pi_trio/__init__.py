@@ -147,6 +147,7 @@ from .tools import (
     output_json,
     output_tool,
     tool,
+    tool_thread_limiter,
 )
 
 if _typing.TYPE_CHECKING:  # imported on first use (see _LAZY below)
@@ -294,6 +295,7 @@ __all__ = [
     "testing",
     "to_json",
     "tool",
+    "tool_thread_limiter",
     "wire",
 ]
 

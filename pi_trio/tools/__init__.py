@@ -23,10 +23,12 @@ from ._hooks import (
 )
 from ._output import OUTPUT_KEY, OutputType, has_output, last_output, output_json, output_tool
 from ._results import as_tool_result, error_result
+from ._threads import DEFAULT_TOOL_THREADS, tool_thread_limiter
 from ._validation import ArgumentValidator, json_schema_for
 
 __all__ = [
     "ABORTED_TOOL_TEXT",
+    "DEFAULT_TOOL_THREADS",
     "OUTPUT_KEY",
     "AfterToolCall",
     "AfterToolCallContext",
@@ -56,4 +58,5 @@ __all__ = [
     "output_json",
     "output_tool",
     "tool",
+    "tool_thread_limiter",
 ]

@@ -16,6 +16,7 @@ from .._checks import describe
 from .._groups import plain_exception
 from ..events import ToolResult
 from ..messages import Tool
+from ._threads import tool_thread_limiter
 from ._validation import ArgumentValidator
 
 __all__ = [
@@ -42,8 +43,10 @@ class AgentTool:
     string is accepted as its text). An ``async def`` runs in the loop's task and is stopped at
     its next ``await`` when the run is aborted: it needs no abort signal. A plain ``def`` runs in
     a worker thread with ``abandon_on_cancel=True``: on abort the run goes on without waiting
-    for it, and its eventual return value is discarded. ``on_update(partial)`` streams progress
-    as ``tool_execution_update`` events (a sync tool gets a sync ``on_update``).
+    for it, and its eventual return value is discarded. Sync tools' threads have their own
+    limiter (:func:`pt.tool_thread_limiter`), so abandoned ones never starve the process's.
+    ``on_update(partial)`` streams progress as ``tool_execution_update`` events (a sync tool
+    gets a sync ``on_update``).
 
     ``execution_mode="sequential"`` makes any batch containing this tool run one call at a time.
     ``timeout`` (seconds) bounds one execution: past it the call gets the error result "Tool
@@ -147,7 +150,7 @@ class AgentTool:
                 try:
                     value = await trio.to_thread.run_sync(
                         execute_sync, tool_call_id, params, update_from_thread,
-                        abandon_on_cancel=True,
+                        abandon_on_cancel=True, limiter=tool_thread_limiter(),
                     )  # fmt: skip
                     result = outcome.Value(value)
                 except Exception as exc:  # the tool's failure, reported after the updates
