@@ -8,7 +8,14 @@ should see that plain ``Cancelled`` (``except trio.Cancelled`` must work), never
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from logging import WARNING
+
 import trio
+
+from ._callbacks import exception_line
+from ._logging import log_failure, loop_logger
 
 __all__ = ["must_propagate", "only_cancelled", "plain_exception"]
 
@@ -34,18 +41,48 @@ def only_cancelled(group: BaseExceptionGroup[BaseException]) -> trio.Cancelled |
     return first
 
 
-def plain_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception a pi_trio nursery's group stands for: its cancellation, else the
-    first other ``BaseException`` in it (a ``KeyboardInterrupt`` from a tool, say), so that
-    what reaches a caller is never a group."""
+def plain_exception(
+    group: BaseExceptionGroup[BaseException], logger: logging.Logger = loop_logger
+) -> BaseException:
+    """The one exception a pi_trio nursery's group stands for, so that what reaches a caller is
+    never a group: the first that is neither a cancellation nor an ``Exception`` (a
+    ``KeyboardInterrupt`` from a tool, say: it must be heard); else its cancellation; else its
+    first failure.
+
+    A cancellation in a group belongs to a scope outside the nursery, which is ending (an
+    abort, a deadline): ordinary failures raised while it unwound (a tool's cleanup, say) do
+    not stop it. Each is logged on ``logger`` (WARNING, with its traceback), never dropped
+    silently.
+    """
     cancelled = only_cancelled(group)
     if cancelled is not None:
         return cancelled
-    rest = group.split(trio.Cancelled)[1]
-    leaf: BaseException = rest if rest is not None else group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
+    first_cancelled: trio.Cancelled | None = None
+    failures: list[BaseException] = []
+    for leaf in _leaves(group):
+        if isinstance(leaf, trio.Cancelled):
+            first_cancelled = first_cancelled or leaf
+        elif not isinstance(leaf, Exception):
+            return leaf
+        else:
+            failures.append(leaf)
+    if first_cancelled is None:
+        return failures[0]
+    for failure in failures:
+        log_failure(
+            logger, WARNING, failure,
+            "%s raised while a cancellation unwound it; the cancellation goes on",
+            exception_line(failure),
+        )  # fmt: skip
+    return first_cancelled
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 def must_propagate(exc: BaseException) -> bool:

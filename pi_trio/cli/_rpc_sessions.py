@@ -22,6 +22,7 @@ import trio
 
 from .._errors import PiError
 from .._groups import plain_exception
+from .._logging import cli_logger
 from ..agent import Agent
 from ..messages import (
     AgentMessage,
@@ -247,7 +248,7 @@ async def open_durable_sessions(
                 with trio.CancelScope(shield=True):
                     await sessions.aclose()
     except BaseExceptionGroup as group:
-        leaf = plain_exception(group)
+        leaf = plain_exception(group, cli_logger)
         if isinstance(leaf, PiError) and not isinstance(leaf, SessionError):
             raise SessionError(str(leaf)) from None
         raise leaf from None

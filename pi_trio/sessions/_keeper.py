@@ -222,7 +222,7 @@ class LeaseKeeper:
                 yield
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            leaf = plain_exception(group)
+            leaf = plain_exception(group, sessions_logger)
             raise leaf from leaf.__cause__
 
     def _lose(self, why: str) -> None:

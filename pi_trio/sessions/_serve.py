@@ -86,7 +86,7 @@ async def serve_sessions(
             task_status.started()
             await worker.claim_loop(nursery, poll_interval)
     except BaseExceptionGroup as group:  # a KeyboardInterrupt or SystemExit from a run
-        leaf = plain_exception(group)
+        leaf = plain_exception(group, sessions_logger)
         raise leaf from leaf.__cause__
 
 

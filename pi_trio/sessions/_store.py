@@ -313,7 +313,7 @@ class SessionStore:
                 finally:
                     nursery.cancel_scope.cancel()  # the keeper ends with the block
         except BaseExceptionGroup as group:
-            ending = plain_exception(group)
+            ending = plain_exception(group, sessions_logger)
             raise ending from ending.__cause__  # the group goes; its exception's own cause stays
         except BaseException as exc:
             ending = exc

@@ -14,6 +14,7 @@ import trio
 from .._callbacks import is_async_callable, is_generator_function
 from .._checks import describe
 from .._groups import plain_exception
+from .._logging import tools_logger
 from ..events import ToolResult
 from ..messages import Tool
 from ._threads import tool_thread_limiter
@@ -159,6 +160,6 @@ class AgentTool:
                     send.close()  # forward() delivers what is queued, then ends
         except BaseExceptionGroup as group:
             # the cancellation, or a KeyboardInterrupt from the thread: plain, never a group
-            raise plain_exception(group) from None
+            raise plain_exception(group, tools_logger) from None
         assert result is not None
         return result.unwrap()

@@ -209,7 +209,7 @@ class ToolBatch:
                 await self._run_calls(None)
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            raise plain_exception(group) from None
+            raise plain_exception(group, tools_logger) from None
 
     async def _watch_steering(self, arrival: trio.Event) -> None:
         await arrival.wait()
@@ -249,7 +249,7 @@ class ToolBatch:
             except BaseExceptionGroup as group:
                 # the tasks catch every Exception: what is left is a cancellation, or a
                 # KeyboardInterrupt (SystemExit ...) from a tool, which must come out plain
-                raise plain_exception(group) from None
+                raise plain_exception(group, tools_logger) from None
         await self._write_back()
 
     def close_out(
