@@ -46,13 +46,17 @@ async def test_anything_but_cancelled_means_none() -> None:
     assert only_cancelled(nested) is None
 
 
-async def test_plain_exception_prefers_cancelled_else_the_first_other() -> None:
+async def test_plain_exception_prefers_an_interrupt_then_cancelled_then_the_first_error() -> None:
     a = await _cancelled()
     interrupt = KeyboardInterrupt()
     assert plain_exception(BaseExceptionGroup("", [a, a])) is a
     assert plain_exception(BaseExceptionGroup("", [a, interrupt])) is interrupt
     inner = BaseExceptionGroup("", [interrupt])
     assert plain_exception(BaseExceptionGroup("", [a, inner])) is interrupt
+    error, other = ValueError("cleanup"), OSError("reset")
+    assert plain_exception(BaseExceptionGroup("", [error, interrupt])) is interrupt
+    assert plain_exception(BaseExceptionGroup("", [error, BaseExceptionGroup("", [a])])) is a
+    assert plain_exception(ExceptionGroup("", [error, other])) is error
 
 
 @pytest.mark.parametrize("kind", ["cancelled", "interrupt", "group", "exit", "error"])
