@@ -40,7 +40,8 @@ __all__ = ["Budgets", "Spending", "spending_during"]
 class Spending:
     """The tokens and cost one run has spent (its settled turns) and what runs nested in its
     tools have spent during its current turn, against its own limits; ``outer`` is the run
-    whose tool this run is nested in."""
+    whose tool this run is nested in. A run that has ``ended`` bounds nothing: a task its tool
+    started in a nursery outside it (copying the context variable) may run agents after it."""
 
     max_total_tokens: int | None
     max_cost: float | None
@@ -49,6 +50,7 @@ class Spending:
     cost: float = 0.0
     nested_tokens: int = 0
     nested_cost: float = 0.0
+    ended: bool = False
 
     def settle_turn(self, own: Usage, tools: list[Usage]) -> None:
         """A turn ended: its model usage and what its tools reported join the run's total
@@ -59,14 +61,18 @@ class Spending:
         self.nested_tokens, self.nested_cost = 0, 0.0
         outer = self.outer
         while outer is not None:
-            outer.nested_tokens += own.total_tokens
-            outer.nested_cost += own.cost.total
+            if not outer.ended:
+                outer.nested_tokens += own.total_tokens
+                outer.nested_cost += own.cost.total
             outer = outer.outer
 
     def outer_limit_reached(self) -> BudgetReached | None:
         """The first enclosing run whose token or cost budget is used up, as a notice."""
         outer = self.outer
         while outer is not None:
+            if outer.ended:
+                outer = outer.outer
+                continue
             for budget, limit, value in (
                 ("max_total_tokens", outer.max_total_tokens, outer.tokens + outer.nested_tokens),
                 ("max_cost", outer.max_cost, outer.cost + outer.nested_cost),
@@ -80,9 +86,18 @@ class Spending:
 _CURRENT: ContextVar[Spending | None] = ContextVar("pi_trio_spending", default=None)
 
 
+def _current() -> Spending | None:
+    """The innermost run still going whose tool this task is in (None outside any)."""
+    spending = _CURRENT.get()
+    while spending is not None and spending.ended:
+        spending = spending.outer
+    return spending
+
+
 @contextmanager
 def spending_during(spending: Spending | None) -> Iterator[None]:
-    """Make ``spending`` the current run's while the block runs (nothing for None)."""
+    """Make ``spending`` the current run's while the block runs (nothing for None); it has
+    ended when the block has."""
     if spending is None:
         yield
         return
@@ -90,6 +105,7 @@ def spending_during(spending: Spending | None) -> Iterator[None]:
     try:
         yield
     finally:
+        spending.ended = True
         _CURRENT.reset(token)
 
 
@@ -113,14 +129,14 @@ class Budgets:
             settings.max_total_tokens,
             settings.max_cost,
         )
-        if all(limit is None for limit in limits) and _CURRENT.get() is None:
+        if all(limit is None for limit in limits) and _current() is None:
             return None
         return cls(*limits)
 
     def spending(self) -> Spending | None:
         """A new run's :class:`Spending`, when it or an enclosing run counts tokens or cost;
         read in the task that runs it (the enclosing run's is the current one there)."""
-        outer = _CURRENT.get()
+        outer = _current()
         if outer is None and self.max_total_tokens is None and self.max_cost is None:
             return None
         return Spending(self.max_total_tokens, self.max_cost, outer)
