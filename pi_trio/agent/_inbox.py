@@ -12,7 +12,9 @@ a run loses no queued message: it is either still queued or already in the trans
 
 Each queued message has an id (:class:`QueuedMessage`), so an application can show the queues
 and take back or rewrite what the run has not taken yet (``remove``/``replace``: the channel is
-emptied and refilled in order, O(queued), which is small).
+emptied and refilled in order, O(queued), which is small). Once a snapshot has been asked for
+(each change tells ``events()`` readers what is queued), the inbox keeps one beside the channel,
+updated as messages come and go: a change then costs a tuple copy, not a refill of the channel.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class QueuedMessage:
 class Inbox:
     """A queue of messages for the agent, drained one at a time or all at once."""
 
-    __slots__ = ("_arrival", "_queued", "_receive", "_send", "kind", "mode")
+    __slots__ = ("_arrival", "_queued", "_receive", "_send", "_snapshot", "kind", "mode")
 
     def __init__(self, kind: QueueKind, mode: QueueMode) -> None:
         self.kind: QueueKind = kind
@@ -55,6 +57,8 @@ class Inbox:
         self._receive: trio.MemoryReceiveChannel[QueuedMessage] | None = None
         self._queued = 0  # items in the channel: every send and receive below keeps it exact
         self._arrival: trio.Event | None = None  # set by the next put (see next_put)
+        # what the channel holds, in order, kept once snapshot() was called (None: not kept)
+        self._snapshot: tuple[QueuedMessage, ...] | None = None
 
     def put(self, message: AgentMessage, number: int) -> QueuedMessage:
         """Queue ``message``; its id is "<kind>-<number>" (the caller numbers them)."""
@@ -84,6 +88,8 @@ class Inbox:
         assert self._receive is not None
         count = self._queued if self.mode == "all" else 1
         self._queued -= count
+        if self._snapshot is not None:
+            self._snapshot = self._snapshot[count:]
         receive = self._receive.receive_nowait
         return [receive().message for _ in range(count)]
 
@@ -92,10 +98,13 @@ class Inbox:
 
     def snapshot(self) -> tuple[QueuedMessage, ...]:
         """What is queued, in order (the queue is unchanged)."""
-        items = self._take_all()
-        for item in items:
-            self._put(item)
-        return tuple(items)
+        snapshot = self._snapshot
+        if snapshot is None:
+            items = self._take_all()
+            for item in items:
+                self._put(item)
+            snapshot = self._snapshot = tuple(items)
+        return snapshot
 
     def peek(self) -> list[AgentMessage]:
         """What the next drain would take, without taking it."""
@@ -121,9 +130,12 @@ class Inbox:
             self._send, self._receive = trio.open_memory_channel[QueuedMessage](math.inf)
         self._send.send_nowait(item)
         self._queued += 1
+        if self._snapshot is not None:
+            self._snapshot += (item,)
 
     def _take_all(self) -> list[QueuedMessage]:
         count, self._queued = self._queued, 0
+        self._snapshot = None
         if not count:
             return []
         assert self._receive is not None
