@@ -1,9 +1,9 @@
 """Calling the application's callbacks: the one rule every layer shares.
 
-A hook, a listener or a tool's ``prepare_arguments`` may be a plain function or an async one;
-the layers call it through :func:`call_maybe_async`, and describe what an exception says with
-:func:`exception_text`. Shared by ``pi_trio.tools``, ``pi_trio.loop`` and ``pi_trio.agent`` (a
-top-level private module, so no layer imports another's private names).
+A hook or a listener may be a plain function or an async one (a tool's ``prepare_arguments``
+is a plain one); the layers call it through :func:`call_maybe_async`, and describe what an
+exception says with :func:`exception_text`. Shared by ``pi_trio.tools``, ``pi_trio.loop`` and
+``pi_trio.agent`` (a top-level private module, so no layer imports another's private names).
 """
 
 from __future__ import annotations

@@ -198,6 +198,22 @@ def test_a_generator_function_is_not_a_tool() -> None:
 
     with pytest.raises(TypeError, match=r"execute must be a function .*: report progress with"):
         pt.AgentTool("rows", "rows", "rows", {"type": "object"}, execute)
+
+
+@pytest.mark.parametrize("prepare", ["not callable", "async"])
+def test_prepare_arguments_is_a_plain_function(prepare: str) -> None:
+    async def rename(arguments: dict[str, Any]) -> dict[str, Any]:
+        return arguments
+
+    async def execute(call_id: str, params: Any, on_update: Any) -> str:
+        return "ran"
+
+    got = "an async function" if prepare == "async" else "'not callable'"
+    with pytest.raises(TypeError, match=f"prepare_arguments must be a plain function .*got {got}"):
+        pt.AgentTool(
+            "t", "T", "t", {"type": "object"}, execute,
+            prepare_arguments=rename if prepare == "async" else prepare,  # type: ignore[arg-type]
+        )  # fmt: skip
     with pytest.raises(TypeError, match="execute must be a function"):
         pt.AgentTool("rows", "rows", "rows", {"type": "object"}, None)  # type: ignore[arg-type]
 

@@ -53,8 +53,8 @@ class AgentTool:
     ``timeout`` (seconds) bounds one execution: past it the call gets the error result "Tool
     <name> timed out after N s" and the batch goes on (a sync tool's thread is abandoned); None
     uses the loop's ``tool_timeout`` (default: no limit).
-    ``prepare_arguments(args) -> args`` may rewrite raw arguments before validation (renamed
-    parameters, legacy shapes).
+    ``prepare_arguments(args) -> args``, a plain function, may rewrite raw arguments before
+    validation (renamed parameters, legacy shapes).
 
     ``replay`` matters to durable sessions (:mod:`pi_trio.sessions`) only: a call interrupted
     by a crash after it started is never re-run with ``"never"`` (the default; the model is told
@@ -92,6 +92,13 @@ class AgentTool:
                 f"AgentTool {self.name!r}: execute must be a function (sync or async) that "
                 f"returns the result, got {describe(self.execute)}"
                 + (": report progress with on_update" if callable(self.execute) else "")
+            )
+        prepare = self.prepare_arguments
+        if prepare is not None and (not callable(prepare) or is_async_callable(prepare)):
+            raise TypeError(
+                f"AgentTool {self.name!r}: prepare_arguments must be a plain function "
+                "(arguments -> arguments, run before validation), got "
+                + ("an async function" if callable(prepare) else describe(prepare))
             )
         if not isinstance(self.requires_approval, bool) and not callable(self.requires_approval):
             raise TypeError(
