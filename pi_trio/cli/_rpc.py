@@ -24,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable
+from logging import ERROR
 from typing import Any
 
 import trio
 
+from .._callbacks import exception_line
 from .._errors import PiError
-from .._logging import cli_logger
+from .._logging import cli_logger, log_failure
 from ..agent import Agent
 from ..events import AgentEvent
 from ..messages import AgentMessage
@@ -217,6 +219,10 @@ class RpcSession(PiCommands):
             await self._reply(request_id, kind, error=str(exc))
         except PiError as exc:
             await self._reply(request_id, kind, error=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # pi-trio's bug: the command fails, the process goes on
+            log_failure(cli_logger, ERROR, exc, "RPC command %s failed", kind)
+            error = f"{kind} failed inside pi-trio: {type(exc).__name__}: {exception_line(exc)}"
+            await self._reply(request_id, kind, error=error)
         else:
             await self._reply(request_id, kind, data=data)
 
@@ -232,11 +238,7 @@ class RpcSession(PiCommands):
             reply["data"] = None
         elif data is not None:
             reply["data"] = data
-        try:
-            await self.send(reply)
-        except ValueError:  # an id that JSON cannot carry (NaN was rejected on input)
-            reply.pop("id", None)
-            await self.send(reply)
+        await self.send(reply)
 
     # --- prompt ----------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ agent (``bash``, ``fork``, ``export_html``, ...) are answered by :data:`UNSUPPOR
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
@@ -150,7 +149,7 @@ def images_field(raw: Any) -> list[ImageContent] | None:
             raise CommandError(f"images[{i}]: {exc}") from None
         try:
             base64.b64decode(image.data, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or a text that is not ASCII
             raise CommandError(
                 f"images[{i}].data: not valid base64 (standard alphabet, padded, no line "
                 "breaks); send the image file's bytes base64-encoded"

@@ -1,11 +1,12 @@
 """One line of pi's RPC protocol as JSON: strict on the way in (no NaN; a lone surrogate read
-as U+FFFD, the command's id kept), and never failing on the way out (a text UTF-8 cannot carry
-is written as its escape, as ``JSON.stringify`` writes it)."""
+as U+FFFD, the command's id kept), and never failing on the way out (as ``JSON.stringify``
+writes them, a non-finite number is null and a text UTF-8 cannot carry is its escape)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from typing import Any
 
@@ -15,15 +16,33 @@ _ABSENT = object()
 
 
 def encode(value: Any) -> bytes:
-    """One protocol line (without the newline): compact JSON, UTF-8, no NaN. A text that
-    UTF-8 cannot carry (a lone surrogate, from a tool's output say) is written as its
-    ``\\u`` escape, as ``JSON.stringify`` writes it, rather than failing the line."""
+    """One protocol line (without the newline): compact JSON, UTF-8, written as
+    ``JSON.stringify`` writes it: NaN and the infinities (a sum of huge costs, an id of
+    ``1e400``) as ``null``, a text UTF-8 cannot carry (a lone surrogate, from a tool's output
+    say) as its ``\\u`` escape, rather than failing the line."""
     try:
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+        text = json.dumps(value, ensure_ascii=False, separators=_COMPACT, allow_nan=False)
+    except ValueError:  # rare: only then is the value walked
+        value = _finite(value)
+        text = json.dumps(value, ensure_ascii=False, separators=_COMPACT, allow_nan=False)
+    try:
+        return text.encode()
     except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+        return json.dumps(value, separators=_COMPACT, allow_nan=False).encode()
+
+
+_COMPACT = (",", ":")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with None for each float JSON cannot write (NaN, an infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _reject_constant(name: str) -> Any:

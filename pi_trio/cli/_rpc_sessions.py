@@ -173,7 +173,7 @@ class DurableSessions:
             _carry_settings(like, template)
         try:
             agent, release = await self._nursery.start(self._hold, session_id, template, create)
-        except PiError as exc:
+        except (PiError, ValueError) as exc:  # ValueError: an id no store keeps
             raise SessionError(str(exc)) from None
         old, self._release = self._release, release
         self._session_id, self._agent = session_id, agent
@@ -261,7 +261,14 @@ async def open_durable_sessions(
 # --- shapes built from a transcript --------------------------------------------------------
 
 
+_LAST_ISO_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+
+
 def _iso(ms: int) -> str:
+    """``new Date(ms).toISOString()``; a time no ISO date can show (microseconds taken for
+    milliseconds, say) is the epoch's."""
+    if not 0 <= ms <= _LAST_ISO_MS:
+        ms = 0
     moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

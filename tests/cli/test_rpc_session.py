@@ -242,6 +242,13 @@ _RESULT_C1 = (
             "prompt",
             "message: a toolResult for 'c1', which no assistant message right before it",
         ),
+        (  # not ASCII: before, a ValueError the handler did not expect ended the process
+            '{"type": "prompt", "id": 21, "message": "hi", "images": [{"type": "image", '
+            '"data": "é", "mimeType": "image/png"}]}'.encode(),
+            21,
+            "prompt",
+            "images[0].data: not valid base64",
+        ),
     ],
 )
 async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
