@@ -10,7 +10,8 @@ Hierarchy (configure ``logging.getLogger("pi_trio")`` to get them all)::
     pi_trio.sessions    a commit, a served session or a claim for work failed (ERROR); a lease
                         renewal or a give-back failed, a worker lost its session (WARNING)
     pi_trio.cli         an RPC connection failed and was closed (ERROR)
-    pi_trio.mcp         an MCP connection or its transport failed (DEBUG)
+    pi_trio.mcp         an MCP server's tool was left out (WARNING); a connection or its
+                        transport failed (DEBUG)
     pi_trio.proxy       a proxied request failed (ERROR); each request and its outcome (INFO)
 
 Records are made on failure paths (and by the proxy once per request), never per streamed

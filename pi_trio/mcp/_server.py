@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType
@@ -27,8 +28,10 @@ import trio
 from mcp import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from .._errors import PiError
+from .._logging import mcp_logger
 from ..events import ToolResult
 from ..tools import AgentTool, OnUpdate
 from ._connection import Connection, TransportFactory, describe
@@ -36,10 +39,15 @@ from ._results import McpToolError, progress_result, to_tool_result
 
 __all__ = ["McpServer", "McpServerError", "McpToolError", "open_http_server", "open_stdio_server"]
 
-_RECONNECT_CODES = frozenset(
-    {types.CONNECTION_CLOSED, types.PARSE_ERROR, types.INTERNAL_ERROR}
-)  # the connection is not to be trusted any more
+_TRANSPORT_ENDED = frozenset({"Connection closed", "SSE stream ended without a response"})
+"""The SDK's own texts for a request whose transport ended (code ``CONNECTION_CLOSED``): the
+connection is closed and the next call opens a new one. Any other error answer, whatever its
+code (a server's -32603 for one failing handler, its own -32000), fails that request alone."""
 _MAX_PAGES = 100
+_NOT_IN_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+"""What model providers refuse in a tool's name (OpenAI, Anthropic: ``[A-Za-z0-9_-]{1,64}``),
+where MCP allows dots and longer names: such a character becomes ``_`` in the name the model
+sees (the server is still called with its own name)."""
 
 
 class McpServerError(PiError):
@@ -68,8 +76,10 @@ class McpServer:
         connect_timeout: float,
         mode: str,
         closed_text: str,
+        sessions: bool = False,
     ) -> None:
         self._name = name
+        self._sessions = sessions  # an HTTP server's sessions may expire
         self._closed_text = closed_text
         self._make_transport = make_transport
         self._nursery = nursery
@@ -151,16 +161,25 @@ class McpServer:
         cursor: str | None = None
         try:
             with trio.fail_after(self._timeout if self._timeout is not None else float("inf")):
+                cursors: set[str] = set()
                 for _ in range(_MAX_PAGES):
                     assert connection.client is not None
                     page = await connection.client.list_tools(cursor=cursor)
                     listing.extend(page.tools)
                     cursor = page.next_cursor
-                    if cursor is None:
+                    if cursor is None or cursor in cursors:  # the end, or a server going round
                         break
+                    cursors.add(cursor)
         except trio.TooSlowError:
             raise self._fail(f"tools/list gave no answer within {self._timeout:g} s") from None
-        except Exception as exc:
+        except MCPError as exc:
+            if exc.code == types.METHOD_NOT_FOUND:  # a server without tools
+                listing = []
+            else:
+                raise self._request_error(connection, "tools/list", exc) from None
+        except ValidationError as exc:  # an answer that is not MCP: that request's failure
+            raise self._fail(f"tools/list failed: {describe(exc)}") from None
+        except Exception as exc:  # the transport failed
             connection.stop(describe(exc))
             raise self._fail(f"tools/list failed: {describe(exc)}") from None
         self._listing = listing
@@ -178,7 +197,28 @@ class McpServer:
             McpServerError: as :meth:`list_tools`.
         """
         listing = await self.list_tools()
-        return [self._agent_tool(tool, prefix) for tool in listing]
+        tools: list[AgentTool] = []
+        named: set[str] = set()
+        for tool in listing:
+            try:
+                agent_tool = self._agent_tool(tool, prefix)
+            except ValueError as exc:  # a schema pi_trio cannot validate arguments against
+                self._leave_out(tool.name, str(exc))
+                continue
+            if agent_tool.name in named:
+                self._leave_out(tool.name, f"a tool named {agent_tool.name!r} came first")
+                continue
+            named.add(agent_tool.name)
+            tools.append(agent_tool)
+        return tools
+
+    def _leave_out(self, remote: str, why: str) -> None:
+        mcp_logger.warning(
+            "MCP server %r: its tool %r is left out of the agent's tools: %s",
+            self._name,
+            remote,
+            why,
+        )
 
     def _agent_tool(self, tool: types.Tool, prefix: str | None) -> AgentTool:
         remote = tool.name
@@ -187,8 +227,9 @@ class McpServer:
         async def execute(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
             return await self.call_tool(remote, params, timeout=timeout, on_update=on_update)
 
+        name = remote if prefix is None else f"{prefix}_{remote}"
         return AgentTool(
-            name=remote if prefix is None else f"{prefix}_{remote}",
+            name=_NOT_IN_A_TOOL_NAME.sub("_", name)[:64],
             label=tool.title or remote,
             description=tool.description or "",
             parameters=tool.input_schema,
@@ -231,6 +272,7 @@ class McpServer:
             if on_update is not None:
                 await on_update(progress_result(progress, total, message))
 
+        started = trio.current_time()
         try:
             result = await client.call_tool(
                 name,
@@ -239,35 +281,38 @@ class McpServer:
                 progress_callback=report,
             )
         except MCPError as exc:
-            raise self._call_error(connection, name, exc, timeout) from None
-        except Exception as exc:  # transport failures, a result that is not valid MCP
+            # the SDK's own timer ran out (a server may answer with that code too)
+            waited = trio.current_time() - started
+            if exc.code == types.REQUEST_TIMEOUT and timeout is not None and waited >= timeout:
+                raise self._fail(
+                    f"tool {name!r} gave no answer within {timeout:g} s; "
+                    "the call was cancelled on the server"
+                ) from None
+            raise self._request_error(connection, f"tool {name!r}", exc) from None
+        except ValidationError as exc:  # a result that is not MCP: this call's failure
+            raise self._fail(f"tool {name!r} failed: {describe(exc)}") from None
+        except Exception as exc:  # the transport failed
             connection.stop(describe(exc))
             raise self._fail(
                 f"tool {name!r} failed: {describe(exc)}; the next call reconnects"
             ) from None
         return to_tool_result(result)
 
-    def _call_error(
-        self, connection: Connection, name: str, exc: MCPError, timeout: float | None
-    ) -> McpServerError:
-        if exc.code == types.REQUEST_TIMEOUT:
+    def _request_error(self, connection: Connection, what: str, exc: MCPError) -> McpServerError:
+        """The error of one request the server (or the SDK) answered with ``exc``: the
+        connection is closed only when its transport ended or its HTTP session expired."""
+        message = exc.message
+        if self._sessions and exc.code == types.INVALID_REQUEST and "session" in message.lower():
+            connection.stop(message)
             return self._fail(
-                f"tool {name!r} gave no answer within {timeout:g} s; "
-                "the call was cancelled on the server"
-            )
-        if exc.code == types.INVALID_REQUEST and "session" in exc.message.lower():
-            connection.stop(exc.message)
-            return self._fail(
-                f"the HTTP session expired ({exc.message}) before {name!r} ran; "
+                f"the HTTP session expired ({message}) before {what} ran; "
                 "the next call opens a new session"
             )
-        if exc.code in _RECONNECT_CODES:
-            connection.stop(exc.message)
-            why = connection.failure or exc.message
-            if exc.code == types.CONNECTION_CLOSED:
-                why = f"the connection closed during the call ({why})"
-            return self._fail(f"tool {name!r} failed: {why}; the next call reconnects")
-        return self._fail(f"tool {name!r} failed: {exc.message} (MCP error {exc.code})")
+        if exc.code == types.CONNECTION_CLOSED and message in _TRANSPORT_ENDED:
+            connection.stop(message)
+            why = f"the connection closed during the call ({connection.failure or message})"
+            return self._fail(f"{what} failed: {why}; the next call reconnects")
+        return self._fail(f"{what} failed: {message} (MCP error {exc.code})")
 
     def _close(self) -> None:
         self._closed = True
@@ -337,6 +382,7 @@ def open_stdio_server(
     params = StdioServerParameters(
         command=command, args=list(args), env=None if env is None else dict(env),
         cwd=None if cwd is None else Path(cwd),
+        encoding_error_handler="replace",  # one bad byte must not wedge the connection
     )  # fmt: skip
     label = name or " ".join([Path(command).name, *args])
 
@@ -394,4 +440,5 @@ def open_http_server(
     return _open_server(
         label, make_transport, timeout=timeout, tool_timeouts=tool_timeouts or {},
         connect_timeout=connect_timeout, mode=mode, closed_text="the HTTP transport closed",
+        sessions=True,
     )  # fmt: skip

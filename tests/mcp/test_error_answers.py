@@ -1,0 +1,118 @@
+"""A server's error answer fails the request it answers, never the connection: calls in
+flight go on and the server keeps its state. Only a transport that ended (or an HTTP session
+that expired) closes the connection. A real server on the SDK's low-level ``Server``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import pi_trio as pt
+
+pytestmark = pytest.mark.slow  # a real MCP server process per test
+
+LIMIT = 30  # seconds: real subprocesses, so a bound instead of a mock clock
+SERVER = str(Path(__file__).parent / "servers" / "lowlevel_server.py")
+
+
+def _text(result: pt.ToolResult) -> str:
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_failing_handler_fails_its_call_alone() -> None:
+    results: dict[str, Any] = {}
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_stdio_server(sys.executable, [SERVER], name="low") as server:
+            first = _text(await server.call_tool("counter"))
+
+            async def call(name: str) -> None:
+                try:
+                    results[name] = _text(await server.call_tool(name))
+                except pt.mcp.McpServerError as exc:
+                    results[name] = str(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "slow")  # answers once buggy has been called
+                await trio.sleep(0.2)
+                nursery.start_soon(call, "buggy")
+            second = _text(await server.call_tool("counter"))
+            assert server.connections_opened == 1
+    assert results == {
+        "slow": "slow done",
+        "buggy": "MCP server 'low': tool 'buggy' failed: Internal server error (MCP error -32603)",
+    }
+    assert first.startswith("count=1 ") and second == first.replace("count=1", "count=2")
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (-32000, "Connection closed by the upstream API"),
+        (-32600, "no browser session open"),
+        (-32700, "the upstream sent garbage"),
+        (-32001, "the upstream timed out"),
+    ],
+)
+@pytest.mark.parametrize("limit", [None, 60.0])
+async def test_codes_a_server_answers_with_are_that_calls_error(
+    code: int, message: str, limit: float | None
+) -> None:
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_stdio_server(sys.executable, [SERVER], name="low") as server:
+            arguments = {"code": code, "message": message}
+            with pytest.raises(pt.mcp.McpServerError) as caught:
+                await server.call_tool("answer", arguments, timeout=limit)
+            assert str(caught.value) == (
+                f"MCP server 'low': tool 'answer' failed: {message} (MCP error {code})"
+            )
+            assert _text(await server.call_tool("counter")).startswith("count=1 ")
+            assert server.connections_opened == 1
+
+
+async def test_a_server_without_tools_lists_none_and_stays_connected() -> None:
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_stdio_server(sys.executable, [SERVER, "notools"]) as server:
+            assert await server.tools() == []
+            assert await server.tools() == []
+            assert server.connections_opened == 1
+
+
+RAW = str(Path(__file__).parent / "servers" / "raw_server.py")
+
+
+async def test_a_line_that_is_not_utf8_does_not_wedge_the_connection() -> None:
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_stdio_server(sys.executable, [RAW, "latin1"], name="raw") as server:
+            for n in range(3):
+                result = await server.call_tool("echo", {"text": str(n)}, timeout=None)
+                assert _text(result) == f"echo: {n}"
+            assert server.connections_opened == 1
+
+
+async def test_tools_pi_trio_cannot_offer_are_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="pi_trio.mcp")
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_stdio_server(
+            sys.executable, [RAW, "odd_tools"], name="raw"
+        ) as server:
+            tools = await server.tools(prefix="r")
+            assert [tool.name for tool in tools] == ["r_echo", "r_files_read"]
+            read = await tools[1].execute("c1", {"text": "x"}, None)  # the server's own name
+            assert _text(read) == "echo: x"
+    why = {r.getMessage().split(": its tool ")[1] for r in caplog.records}
+    assert why == {  # each page lists them all: the second, same cursor again, is the last
+        "'broken' is left out of the agent's tools: invalid tool parameters schema: 'no' is "
+        "not valid under any of the given schemas",
+        "'greet' is left out of the agent's tools: invalid tool parameters schema: "
+        "'^\\\\p{L}+$' is not a 'regex'",
+        "'echo' is left out of the agent's tools: a tool named 'r_echo' came first",
+        "'files.read' is left out of the agent's tools: a tool named 'r_files_read' came first",
+    }
+    assert len(caplog.records) == 3 + 5  # two pages, not a hundred
