@@ -154,11 +154,13 @@ class RpcSession(PiCommands):
         self._unsubscribe = self.agent.subscribe(self._on_event)
 
     async def rebind(self, change: Callable[[], Awaitable[None]]) -> None:
-        await self.stop_run()
+        previous = self.agent
         try:
-            await change()
+            await change()  # the new session first: refused, the current one goes on untouched
         except SessionError as exc:
             raise CommandError(str(exc)) from None
+        try:
+            await self.stop_run(previous)  # its closing events still go out
         finally:
             self._follow()
             await self.sync_queue()
@@ -348,16 +350,18 @@ class RpcSession(PiCommands):
         finally:
             done.set()
 
-    async def stop_run(self) -> None:
-        """Abort the current prompt (if any) and wait until it has settled."""
+    async def stop_run(self, agent: Agent | None = None) -> None:
+        """Abort the current prompt (if any) and wait until it has settled; ``agent``: the
+        one it runs on, when the session changed meanwhile (default: the current one)."""
+        agent = self.agent if agent is None else agent
         if self.busy:
             self._abort_requested = True
-        self.agent.abort()
+        agent.abort()
         if self._run_scope is not None:
             self._run_scope.cancel()
         if self._run_done is not None:
             await self._run_done.wait()
-        await self.agent.wait_for_idle()
+        await agent.wait_for_idle()
 
 
 AgentFactory = Callable[[], Agent]

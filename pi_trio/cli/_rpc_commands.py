@@ -212,12 +212,19 @@ class PiCommands:
         """Send pi's ``queue_update`` if the queues changed since the last one."""
         raise NotImplementedError
 
-    async def stop_run(self) -> None:
-        """Abort the current prompt, if any, and wait until it has settled."""
+    @property
+    def busy(self) -> bool:
+        """True from the moment a prompt is accepted until its task has finished."""
+        raise NotImplementedError
+
+    async def stop_run(self, agent: Agent | None = None) -> None:
+        """Abort the current prompt, if any (on ``agent``, by default the current one), and
+        wait until it has settled."""
         raise NotImplementedError
 
     async def rebind(self, change: Callable[[], Awaitable[None]]) -> None:
-        """Stop the run, carry out ``change`` (a session change), follow the new agent."""
+        """Carry out ``change`` (a session change; refused, nothing changes), then stop the
+        run and follow the new agent."""
         raise NotImplementedError
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
@@ -412,7 +419,7 @@ class PiCommands:
         instructions = command.get("customInstructions")
         if instructions is not None and not isinstance(instructions, str):
             raise CommandError(f"customInstructions: expected a string, got {instructions!r}")
-        if self.agent.state.is_streaming:
+        if self.busy or self.agent.state.is_streaming:  # busy: a prompt accepted, not started
             raise CommandError("Cannot compact while the agent is running; abort it first")
         summary = await self.agent.compact(instructions)
         if summary is None:

@@ -4,6 +4,7 @@ for bad fields and for the coding agent's commands pi-trio does not carry out.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,48 @@ async def test_new_session_aborts_the_running_prompt(
     assert settled == [{"type": "agent_settled", "aborted": True}]
     await _run(client, "what is 1 + 1?")  # the new session runs
     assert (await _ok(client, {"type": "get_state"}))["messageCount"] == 4
+
+
+async def test_a_refused_switch_leaves_the_running_prompt_alone(
+    client: JsonLinesClient, autojump_clock: Any
+) -> None:
+    await _ok(client, {"type": "prompt", "message": "tell me a long story"})
+    await client.until(is_type("message_update"))
+    with trio.fail_after(60):  # virtual: the story streams on after the refusal
+        error = await _error(client, {"type": "switch_session", "sessionPath": "no-such-session"})
+        assert error.startswith("no session 'no-such-session' in this process")
+        settled = await client.until(is_type("agent_settled"))
+    assert settled[-1] == {"type": "agent_settled", "aborted": False}
+    assert (await _ok(client, {"type": "get_state"}))["messageCount"] == 2
+
+
+class _Lines:
+    """Lines read as fast as Python allows (no checkpoint between them, as when a client's
+    lines arrive together), answers kept; end of input after the last."""
+
+    def __init__(self, *lines: dict[str, Any]) -> None:
+        self.lines = [json.dumps(line).encode() for line in lines]
+        self.sent: list[dict[str, Any]] = []
+
+    async def receive_line(self) -> bytes | None:
+        return self.lines.pop(0) if self.lines else None
+
+    async def send_line(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+
+
+async def test_compact_right_after_a_prompt_is_refused_and_the_prompt_runs(
+    autojump_clock: Any,
+) -> None:
+    prompt = {"type": "prompt", "message": "what is 6 * 7?", "id": "p"}
+    lines = _Lines(prompt, {"type": "compact", "id": "c"})  # before the prompt's task starts
+    host = MemorySessions(agent_factory("faux", token_delay=0.01))
+    await RpcSession(host, lines).run()  # to the end of input, and the prompt's end
+    replies = {line["id"]: line for line in lines.sent if line["type"] == "response"}
+    assert replies["p"]["success"]
+    assert replies["c"]["error"] == "Cannot compact while the agent is running; abort it first"
+    ran = [line["type"] for line in lines.sent if line["type"].startswith("agent_")]
+    assert ran == ["agent_start", "agent_end", "agent_settled"]
 
 
 async def test_durable_sessions_switch_by_id_and_survive(tmp_path: Path) -> None:
