@@ -280,11 +280,11 @@ class Delivery:
             raise
 
     async def _deliver(self, event: AgentEvent) -> None:
-        if event.seq is None:
-            self._seq = event.seq = self._seq + 1
         listeners = self.listeners
         if self.subscriptions:
             await self._feed(event, tuple(self.subscriptions), listeners)
+        elif event.seq is None:
+            self._seq = event.seq = self._seq + 1
         await self._to_listeners(event, listeners, 0)
 
     def _feed_nowait(self, event: AgentEvent) -> Awaitable[None] | None:
@@ -293,6 +293,10 @@ class Delivery:
         subscriptions = tuple(self.subscriptions)
         for subscription in subscriptions:
             if subscription.blocks and not self._closing and subscription.full():
+                # numbered when fed, so that a notice offered while it waits (numbered then)
+                # reaches every channel before it: seq never goes back in a channel
+                self._seq -= 1
+                event.seq = None
                 return self._deliver_after_feed(event, subscriptions)
         for subscription in subscriptions:
             if not subscription.offer(event):
@@ -313,14 +317,21 @@ class Delivery:
         subscriptions: tuple[Subscription, ...],
         listeners: tuple[Listener, ...],
     ) -> None:
-        for position, subscription in enumerate(subscriptions):
-            if subscription.blocks and subscription.full() and not self._closing:
-                try:
-                    await subscription.wait_for_room()
-                except BaseException:
-                    self._resume = (event, subscriptions[position:], listeners, 0)
-                    self._careful = True
-                    raise
+        while not self._closing:  # room in every blocking channel first, then all at once
+            full = next(
+                (s for s in subscriptions if s.blocks and s.full() and not s.receive.closed), None
+            )
+            if full is None:
+                break
+            try:
+                await full.wait_for_room()
+            except BaseException:
+                self._resume = (event, subscriptions, listeners, 0)
+                self._careful = True
+                raise
+        if event.seq is None:  # numbered as it is fed (see _feed_nowait)
+            self._seq = event.seq = self._seq + 1
+        for subscription in subscriptions:
             if not subscription.offer(event):
                 self._ended(subscription)
 
