@@ -71,6 +71,27 @@ async def test_subscribe_and_unsubscribe() -> None:
     assert len(seen) == count
 
 
+async def test_a_listener_subscribed_twice_is_called_once_as_in_pi() -> None:
+    agent = make_agent([faux.assistant_message("a"), faux.assistant_message("b")])
+
+    class Screen:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def on_event(self, event: pt.AgentEvent) -> None:
+            self.seen.append(event.type)
+
+    screen = Screen()
+    first = agent.subscribe(screen.on_event)
+    again = agent.subscribe(screen.on_event)  # a bound method made again: the same listener
+    await agent.prompt("one")
+    assert screen.seen.count("agent_start") == 1
+    again()  # either function unsubscribes it, as a Set's delete does
+    await agent.prompt("two")
+    assert screen.seen.count("agent_start") == 1
+    first()  # a no-op now
+
+
 def test_assigning_messages_and_tools_copies() -> None:
     agent = pt.Agent()
     messages: list[pt.AgentMessage] = [pt.UserMessage("Hello")]

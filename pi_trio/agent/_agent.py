@@ -172,7 +172,10 @@ class Agent(AgentOptions, QueueMethods, Approvals):
         A listener returns None or an awaitable, which is awaited (any other value it returns is
         ignored, as pi ignores it). It runs inside the run's cancel scope; one that
         raises ends the run with an error message (the transcript stays valid). Returns a
-        function that unsubscribes.
+        function that unsubscribes. As in pi (a ``Set``), a listener subscribed again is
+        still called once per event, and either function unsubscribes it. Unlike pi, an
+        event goes to the listeners subscribed when its delivery began (one unsubscribed by
+        a listener before it still gets it; one subscribed then gets the next).
         """
         if not callable(listener):
             raise TypeError(
@@ -180,10 +183,11 @@ class Agent(AgentOptions, QueueMethods, Approvals):
                 f"{describe(listener)} (subscribe(listener), not subscribe(listener(...)))"
             )
         delivery = self._delivery
-        delivery.listeners = (*delivery.listeners, listener)
+        if listener not in delivery.listeners:  # == : a bound method made again is the same
+            delivery.listeners = (*delivery.listeners, listener)
 
         def unsubscribe() -> None:
-            delivery.listeners = tuple(item for item in delivery.listeners if item is not listener)
+            delivery.listeners = tuple(item for item in delivery.listeners if item != listener)
 
         return unsubscribe
 
