@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_options(demo, None, DELAY)
 
     chat = commands.add_parser("chat", help="an interactive chat with example tools")
-    model_options(chat, SCRIPTED, DELAY)
+    model_options(chat, None, DELAY)
     chat.add_argument("--system", metavar="PROMPT", help="the system prompt")
     chat.add_argument(
         "--mcp", action="append", default=[], metavar="'CMD ARGS'",
@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Sessions live in memory unless --store or --session is given; then they are durable "
         "sessions of the store and switch_session takes a session id.",
     )
-    model_options(rpc, SCRIPTED, DELAY)
+    model_options(rpc, None, DELAY)
     add_session_options(rpc, in_memory=True)
     add_approve_option(rpc)
     rpc.add_argument(
@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="pi's RPC protocol over TCP, in-memory sessions per connection"
     )
-    model_options(serve, SCRIPTED, DELAY)
+    model_options(serve, None, DELAY)
     add_approve_option(serve)
     serve.add_argument(
         "--port", type=_port, default=SERVE_PORT,
@@ -238,7 +238,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0 if not result.problems else 1
 
     make_agent = agent_factory(
-        args.model,
+        args.model or SCRIPTED,
         token_delay=args.delay,
         system_prompt=getattr(args, "system", None) or SYSTEM_PROMPT,
         base_url=args.base_url,
@@ -254,7 +254,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             )
         return run_interruptible(lambda: _chat(make_agent, args.mcp, args.mcp_url, approve))
     if args.command == "rpc":
-        return _rpc(make_agent, args.store, args.session)
+        return _rpc(make_agent, args.store, args.session, model_given=args.model is not None)
     if args.command == "serve":
         return run_interruptible(lambda: _serve(make_agent, args.host, args.port))
     raise AssertionError(args.command)
@@ -308,7 +308,9 @@ async def _chat(
         return await ChatSession(agent, before_prompt=refresh, approve_tools=approve).run()
 
 
-def _rpc(make_agent: Callable[[], Agent], store: str | None, session: str | None) -> int:
+def _rpc(
+    make_agent: Callable[[], Agent], store: str | None, session: str | None, *, model_given: bool
+) -> int:
     from .._errors import PiError
     from ._rpc import run_stdio
     from ._sessions import DEFAULT_STORE
@@ -316,7 +318,9 @@ def _rpc(make_agent: Callable[[], Agent], store: str | None, session: str | None
     if session is not None and store is None:
         store = DEFAULT_STORE
     try:
-        status = run_interruptible(lambda: run_stdio(make_agent, store=store, session_id=session))
+        status = run_interruptible(
+            lambda: run_stdio(make_agent, store=store, session_id=session, model_given=model_given)
+        )
     except PiError as exc:
         raise CliError(str(exc)) from None
     return status or 0

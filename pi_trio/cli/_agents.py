@@ -53,3 +53,18 @@ def agent_factory(
         return Agent(new_state(system_prompt, model, example_tools()))
 
     return real
+
+
+def resume_with_model(agent: Agent, template: Agent, model_given: bool) -> None:
+    """Give a resumed durable session (``agent``, with its logged model) the model the command
+    runs: ``--model`` given, that one (``template``'s) replaces the logged one; not given, the
+    session keeps its logged model, and a real one is then run by its own provider (its API
+    key from the environment), never by the scripted stream of the command's default."""
+    logged, wanted = agent.state.model, template.state.model
+    if (logged.provider, logged.id) == (wanted.provider, wanted.id):
+        return
+    if model_given:
+        agent.state.model = wanted
+        agent.stream_fn = template.stream_fn
+    else:
+        agent.stream_fn = None

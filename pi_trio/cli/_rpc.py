@@ -368,12 +368,17 @@ AgentFactory = Callable[[], Agent]
 
 
 async def run_stdio(
-    make_agent: AgentFactory, *, store: str | None = None, session_id: str | None = None
+    make_agent: AgentFactory,
+    *,
+    store: str | None = None,
+    session_id: str | None = None,
+    model_given: bool = True,
 ) -> None:
     """``pi-trio rpc``: commands on stdin, responses and events on stdout.
 
     Without ``store`` the sessions live in memory for the process; with it they are durable
-    sessions of that store, starting with ``session_id`` (a new one when None).
+    sessions of that store, starting with ``session_id`` (a new one when None);
+    ``model_given``: the command's model replaces a resumed session's own.
 
     Raises:
         SessionError: the store or the first session cannot be opened.
@@ -381,7 +386,9 @@ async def run_stdio(
     if store is None:
         await RpcSession(MemorySessions(make_agent), StdioLines()).run()
         return
-    async with open_durable_sessions(store, session_id, make_agent) as sessions:
+    async with open_durable_sessions(
+        store, session_id, make_agent, model_given=model_given
+    ) as sessions:
         await RpcSession(sessions, StdioLines()).run()
 
 

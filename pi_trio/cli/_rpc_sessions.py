@@ -34,6 +34,7 @@ from ..messages import (
 )
 from ..providers import StreamFn
 from ..wire import to_json
+from ._agents import resume_with_model
 
 __all__ = [
     "MemorySessions",
@@ -136,9 +137,17 @@ class DurableSessions:
     the commands); giving a session back ends its task.
     """
 
-    def __init__(self, store: Any, make_agent: Callable[[], Agent], nursery: trio.Nursery) -> None:
+    def __init__(
+        self,
+        store: Any,
+        make_agent: Callable[[], Agent],
+        nursery: trio.Nursery,
+        *,
+        model_given: bool = True,
+    ) -> None:
         self._store = store
         self._make_agent = make_agent
+        self._model_given = model_given  # --model: it replaces a resumed session's model
         self._nursery = nursery
         self._release: Callable[[], Awaitable[None]] | None = None
         self._session_id = ""
@@ -175,6 +184,8 @@ class DurableSessions:
             agent, release = await self._nursery.start(self._hold, session_id, template, create)
         except (PiError, ValueError) as exc:  # ValueError: an id no store keeps
             raise SessionError(str(exc)) from None
+        if like is None:
+            resume_with_model(agent, template, self._model_given)
         old, self._release = self._release, release
         self._session_id, self._agent = session_id, agent
         if old is not None:
@@ -224,9 +235,15 @@ class DurableSessions:
 
 @contextlib.asynccontextmanager
 async def open_durable_sessions(
-    store_path: str, session_id: str | None, make_agent: Callable[[], Agent]
+    store_path: str,
+    session_id: str | None,
+    make_agent: Callable[[], Agent],
+    *,
+    model_given: bool = True,
 ) -> AsyncIterator[DurableSessions]:
     """Open the store at ``store_path`` and session ``session_id`` in it (a new id when None).
+    ``model_given``: the command's model replaces a resumed session's logged one (else the
+    session keeps its model; see :func:`resume_with_model`).
 
     At the block's end (or on cancellation) the open session is given back as
     ``store.open_agent``'s block gives it back (a run still going is aborted), and the store
@@ -240,7 +257,7 @@ async def open_durable_sessions(
 
     try:
         async with open_session_store(store_path) as store, trio.open_nursery() as nursery:
-            sessions = DurableSessions(store, make_agent, nursery)
+            sessions = DurableSessions(store, make_agent, nursery, model_given=model_given)
             try:
                 await sessions.open(session_id or _new_id(), create=True)
                 yield sessions

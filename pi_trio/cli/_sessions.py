@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 
 from .._errors import PiError
+from ._agents import resume_with_model
 from ._models import CliError
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def run_durable(
                 args.session, initial_state=template.state, stream_fn=template.stream_fn
             ) as agent,
         ):
+            resume_with_model(agent, template, model_given=args.model is not None)
             status = await command(lambda: agent)
         return status or 0
 

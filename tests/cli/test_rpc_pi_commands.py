@@ -362,3 +362,21 @@ async def test_switching_to_the_session_already_open_changes_nothing(tmp_path: P
         settled = await client.until(is_type("agent_settled"))
         assert settled[-1] == {"type": "agent_settled", "aborted": False}  # the run went on
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("model_given", [False, True])
+async def test_a_resumed_session_runs_the_model_it_is_labelled_with(
+    tmp_path: Path, model_given: bool
+) -> None:
+    store = str(tmp_path / "sessions.db")
+    real = agent_factory("ollama/llama3.1", token_delay=0)
+    async with open_durable_sessions(store, "s", real):
+        pass  # the session's log names ollama/llama3.1
+    scripted = agent_factory("faux", token_delay=0)
+    async with open_durable_sessions(store, "s", scripted, model_given=model_given) as sessions:
+        agent = sessions.agent
+        if model_given:  # --model faux: the scripted model, labelled as such
+            assert agent.state.model.provider == "faux" and agent.stream_fn is not None
+        else:  # no --model: the session's own model, run by its provider
+            assert (agent.state.model.provider, agent.state.model.id) == ("ollama", "llama3.1")
+            assert agent.stream_fn is None
