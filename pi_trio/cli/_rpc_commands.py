@@ -104,6 +104,12 @@ def message_field(value: Any, field: str) -> str | AgentMessage:
             message: AgentMessage = from_json(value, AgentMessage)
         except WireFormatError as exc:
             raise CommandError(f"{field}: {exc}") from None
+        if isinstance(message, UserMessage | ToolResultMessage) and not isinstance(
+            message.content, str
+        ):
+            for i, block in enumerate(message.content):
+                if isinstance(block, ImageContent):
+                    _check_base64(block.data, f"{field}.content[{i}].data")
         return message
     raise CommandError(f"{field}: expected a string or a message object")
 
@@ -147,15 +153,20 @@ def images_field(raw: Any) -> list[ImageContent] | None:
             image: ImageContent = from_json(item, ImageContent)
         except WireFormatError as exc:
             raise CommandError(f"images[{i}]: {exc}") from None
-        try:
-            base64.b64decode(image.data, validate=True)
-        except ValueError:  # binascii.Error, or a text that is not ASCII
-            raise CommandError(
-                f"images[{i}].data: not valid base64 (standard alphabet, padded, no line "
-                "breaks); send the image file's bytes base64-encoded"
-            ) from None
+        _check_base64(image.data, f"images[{i}].data")
         images.append(image)
     return images
+
+
+def _check_base64(data: str, field: str) -> None:
+    """Refuse image data a provider would refuse on every later request of the session."""
+    try:
+        base64.b64decode(data, validate=True)
+    except ValueError:  # binascii.Error, or a text that is not ASCII
+        raise CommandError(
+            f"{field}: not valid base64 (standard alphabet, padded, no line breaks); send "
+            "the image file's bytes base64-encoded"
+        ) from None
 
 
 def with_images(

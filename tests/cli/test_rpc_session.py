@@ -249,6 +249,14 @@ _RESULT_C1 = (
             "prompt",
             "images[0].data: not valid base64",
         ),
+        (  # the same image inside a message object: refused the same way
+            b'{"type": "prompt", "id": 22, "message": {"role": "user", "content": [{"type": '
+            b'"text", "text": "look"}, {"type": "image", "data": "!!!notbase64", "mimeType": '
+            b'"image/png"}], "timestamp": 0}}',
+            22,
+            "prompt",
+            "message.content[1].data: not valid base64",
+        ),
     ],
 )
 async def test_malformed_lines_get_an_error_reply_and_lose_nothing(
