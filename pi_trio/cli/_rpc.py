@@ -142,8 +142,9 @@ class RpcSession(PiCommands):
         kind = line["type"]
         if kind == "message_update":
             line = pi_update(line)
-        elif kind == "message_start" and line["message"].get("role") == "user":
-            await self.sync_queue()  # pi: a delivered queued message leaves the queue first
+        elif kind == "message_start" and line["message"].get("role") != "assistant":
+            # pi: a delivered queued message (a user one, or any other kind) leaves the queue
+            await self.sync_queue()
         elif kind == "agent_end":
             line["willRetry"] = False
         await self.send(line)

@@ -380,3 +380,15 @@ async def test_a_resumed_session_runs_the_model_it_is_labelled_with(
         else:  # no --model: the session's own model, run by its provider
             assert (agent.state.model.provider, agent.state.model.id) == ("ollama", "llama3.1")
             assert agent.stream_fn is None
+
+
+async def test_a_steered_message_of_any_role_leaves_the_queue_display(
+    client: JsonLinesClient, autojump_clock: Any
+) -> None:
+    await _ok(client, {"type": "prompt", "message": "tell me a long story"})
+    await client.until(is_type("message_update"))
+    note = {"role": "custom", "customType": "note", "content": "remember X", "display": True}
+    await _ok(client, {"type": "steer", "message": {**note, "timestamp": 1}})
+    await client.until(is_type("agent_settled"))
+    updates = [item for item in client.seen if item["type"] == "queue_update"]
+    assert [len(update["steering"]) for update in updates] == [1, 0]
