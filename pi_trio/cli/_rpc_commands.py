@@ -332,11 +332,12 @@ class PiCommands:
             models.insert(0, current)
         return models
 
-    def use_model(self, model: Model) -> None:
+    async def use_model(self, model: Model) -> None:
+        """Switch the agent to ``model``; a thinking level it does not take is lowered, and
+        ``thinking_level_changed`` sent, as pi 1.6's ``setModel`` does."""
         self.agent.state.model = model
         self.agent.stream_fn = self.host.scripted_stream if model.provider == "faux" else None
-        levels = thinking_levels(model)
-        self.agent.state.thinking_level = _clamp(self.agent.state.thinking_level, levels)  # type: ignore[assignment]
+        await self.set_level(self.agent.state.thinking_level)
 
     async def set_model(self, command: dict[str, Any]) -> Any:
         provider, model_id = command.get("provider"), command.get("modelId")
@@ -344,7 +345,7 @@ class PiCommands:
             raise CommandError("provider and modelId: required strings (e.g. openai, gpt-4o)")
         for model in self.available_models():
             if (model.provider, model.id) == (provider, model_id):
-                self.use_model(model)
+                await self.use_model(model)
                 return to_json(model)
         raise CommandError(
             f"Model not found: {provider}/{model_id} (get_available_models lists the models "
@@ -355,7 +356,7 @@ class PiCommands:
         models = self.available_models()
         if len(models) < 2:
             return NULL_DATA
-        self.use_model(models[(models.index(self.agent.state.model) + 1) % len(models)])
+        await self.use_model(models[(models.index(self.agent.state.model) + 1) % len(models)])
         state = self.agent.state
         model = to_json(state.model)
         return {"model": model, "thinkingLevel": state.thinking_level, "isScoped": False}

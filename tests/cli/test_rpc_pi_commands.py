@@ -160,8 +160,10 @@ async def test_models_of_the_registry_with_their_keys(
         seen.append(cycled["model"])
     assert sorted(m["id"] for m in seen) == sorted(m["id"] for m in models)
     assert seen[-1] == reasoning
+    assert await _ok(client, {"type": "set_thinking_level", "level": "high"}) is None
     back = await _ok(client, {"type": "set_model", "provider": "faux", "modelId": "faux-1"})
     assert back["id"] == "faux-1" and host.agent.stream_fn is host.scripted_stream
+    assert client.seen[-2] == {"type": "thinking_level_changed", "level": "off"}  # as pi 1.6
     assert (await _ok(client, {"type": "get_state"}))["thinkingLevel"] == "off"
     events = await _run(client, "what is 2 + 2?")  # the scripted model answers again
     assert "4" in events[-2]["messages"][-1]["content"][0]["text"]
