@@ -134,6 +134,8 @@ def _parse(data: bytes) -> tuple[dict[str, Any], list[tuple[int, Entry]]]:
         if header is None:
             header = _header(item, number)
             continue
+        if isinstance(item, dict) and item.get("type") == "session":
+            continue  # a later header (two files joined, say) is no entry: pi skips it too
         _check_entry(item, number, seen)
         entries.append((number, item))
     if header is None:

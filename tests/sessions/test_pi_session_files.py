@@ -81,6 +81,17 @@ async def test_a_file_pi_records_now_imports_as_pi_derives_it(tmp_path: Path) ->
         assert await _imported(store, "fresh") == pi["messages"]
 
 
+async def test_a_second_session_header_is_skipped_as_pi_skips_it(tmp_path: Path) -> None:
+    joined = tmp_path / "joined.jsonl"
+    text = RECORDED.read_text()
+    joined.write_text(text + text.splitlines()[0] + "\n")  # two files joined, say
+    pi = pi_session_context(joined)
+    assert pi["messages"]  # pi reads past the second header
+    async with pt.open_session_store(tmp_path / "agents.db") as store:
+        await store.import_pi_session(joined, session_id="joined")
+        assert await _imported(store, "joined") == pi["messages"]
+
+
 async def test_a_file_with_system_messages_imports_and_exports_as_pi_derives_it(
     tmp_path: Path,
 ) -> None:
