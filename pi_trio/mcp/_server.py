@@ -333,16 +333,26 @@ def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
 async def _open_server(
     name: str, make_transport: TransportFactory, **options: Any
 ) -> AsyncIterator[McpServer]:
+    body_exc: BaseException | None = None  # the block's own: out as it was raised
     try:
         async with trio.open_nursery() as nursery:
             server = McpServer(name, make_transport, nursery, **options)
             try:
                 await server._connect()
-                yield server
+                try:
+                    yield server
+                except BaseException as exc:
+                    body_exc = exc  # re-raised below, outside the nursery: never wrapped
             finally:
                 server._close()
     except BaseExceptionGroup as group:
-        raise _unwrapped(group) from None
+        plain = _unwrapped(group)
+        if body_exc is None or (
+            isinstance(body_exc, trio.Cancelled) and not isinstance(plain, trio.Cancelled)
+        ):
+            body_exc = plain  # a connection task's failure wins over the Cancelled it caused
+    if body_exc is not None:
+        raise body_exc
 
 
 def open_stdio_server(

@@ -139,6 +139,20 @@ async def test_the_blocks_own_exception_comes_out_alone(tmp_path: Path) -> None:
     assert not pid_alive(_pid(tmp_path))
 
 
+async def test_the_blocks_own_exception_group_comes_out_as_it_was_raised(tmp_path: Path) -> None:
+    async def failing_work() -> None:
+        async def child() -> None:
+            raise KeyError("mine")
+
+        async with trio.open_nursery() as nursery:  # the caller's own nursery
+            nursery.start_soon(child)
+
+    with trio.fail_after(LIMIT), pytest.raises(ExceptionGroup) as caught:
+        async with _stdio(tmp_path):
+            await failing_work()
+    assert [type(exc) for exc in caught.value.exceptions] == [KeyError]
+
+
 async def test_a_timeout_cancels_the_call_on_the_server(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     with trio.fail_after(LIMIT):
