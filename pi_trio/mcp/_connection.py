@@ -29,7 +29,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._logging import mcp_logger
 
-__all__ = ["Connection", "TransportFactory", "describe"]
+__all__ = ["CLOSE_TIMEOUT", "Connection", "TransportFactory", "describe"]
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds a connection's close may take (the SDK bounds a stdio child's steps itself, well
+within it); past it the close is cut short."""
 
 TransportFactory = Callable[[], AbstractAsyncContextManager[tuple[Any, Any]]]
 
@@ -142,6 +146,7 @@ class Connection:
         self._connect_timeout = connect_timeout
         self._on_tools_changed = on_tools_changed
         self._stop = trio.Event()
+        self._scope: trio.CancelScope | None = None  # the connection's, from connect to close
         self.settled = trio.Event()
         self.ended = trio.Event()
         self.client: Client | None = None
@@ -161,6 +166,8 @@ class Connection:
         if reason is not None and self.failure is None:
             self.failure = reason
         self._stop.set()
+        if self._scope is not None and self.client is None:  # still connecting: give up now
+            self._scope.cancel(reason="MCP connection closed while connecting")
 
     async def _on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -194,18 +201,24 @@ class Connection:
         transport = _WatchedTransport(self._make_transport(), self._stream_ended)
         deadline = trio.current_time() + self._connect_timeout
         try:
-            with trio.CancelScope(deadline=deadline) as connecting:
+            with trio.CancelScope(deadline=deadline) as scope:
+                self._scope = scope
+                if self._stop.is_set():  # closed before it began
+                    scope.cancel(reason="MCP connection closed while connecting")
                 client = Client(transport, mode=self._mode, message_handler=self._on_message,
                                 cache=None)  # fmt: skip
                 async with client:
-                    connecting.deadline = math.inf
+                    scope.deadline = math.inf
                     self.client = client
                     self.settled.set()
                     async with trio.open_nursery() as nursery:
                         nursery.start_soon(self._listen_for_changes, client)
                         await self._stop.wait()
                         nursery.cancel_scope.cancel(reason="MCP connection closing")
-            if connecting.cancelled_caught and self.client is None:
+                    # the SDK's close (an HTTP session's DELETE; a child's stdin closed, then
+                    # terminated) is bounded: a server that never answers holds up no call
+                    scope.deadline = trio.current_time() + CLOSE_TIMEOUT
+            if scope.cancelled_caught and self.client is None and not self._stop.is_set():
                 self.failure = f"no answer within {self._connect_timeout:g} s"
         except BaseExceptionGroup as group:
             cancelled = group.split(trio.Cancelled)[0]

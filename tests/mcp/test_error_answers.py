@@ -14,6 +14,8 @@ import trio
 
 import pi_trio as pt
 
+from .conftest import HttpServer
+
 pytestmark = pytest.mark.slow  # a real MCP server process per test
 
 LIMIT = 30  # seconds: real subprocesses, so a bound instead of a mock clock
@@ -116,3 +118,37 @@ async def test_tools_pi_trio_cannot_offer_are_left_out_with_a_warning(
         "'files.read' is left out of the agent's tools: a tool named 'r_files_read' came first",
     }
     assert len(caplog.records) == 3 + 5  # two pages, not a hundred
+
+
+async def test_leaving_the_block_during_a_reconnection_does_not_wait_for_it(
+    tmp_path: Path,
+) -> None:
+    env = {"RAW_STARTED": str(tmp_path / "started")}
+    with trio.fail_after(LIMIT):
+        opened = pt.mcp.open_stdio_server(
+            sys.executable, [RAW, "restart_hangs"], env=env, connect_timeout=3600
+        )
+        async with opened as server:
+            with pytest.raises(pt.mcp.McpServerError, match="the next call reconnects"):
+                await server.call_tool("echo", {"text": "x"})  # the server exits
+            with trio.move_on_after(0.5) as gave_up:  # the restarted server never answers
+                await server.call_tool("echo", {"text": "y"})
+            assert gave_up.cancelled_caught
+        # left at once: not after connect_timeout
+
+
+async def test_a_session_end_the_server_never_answers_is_cut_short(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pi_trio.mcp import _connection
+
+    monkeypatch.setattr(_connection, "CLOSE_TIMEOUT", 0.5)
+    monkeypatch.setenv("PI_TRIO_TEST_HANG_DELETE", "1")
+    http = HttpServer()
+    try:
+        with trio.fail_after(LIMIT):  # before: httpx's read timeout, 300 s
+            async with pt.mcp.open_http_server(http.url, mode="legacy") as server:
+                result = await server.call_tool("echo", {"text": "hi"})
+                assert _text(result) == "echo: hi"
+    finally:
+        http.stop()

@@ -2,6 +2,8 @@
 MCP tests start it as a subprocess, one misbehaviour per mode.
 
     python raw_server.py latin1    # the first call's output holds a line that is not UTF-8
+    python raw_server.py restart_hangs  # a call exits the process; a second start of it
+                                   # (the file $RAW_STARTED exists) never answers the handshake
     python raw_server.py odd_tools # tools/list: a schema no validator takes, a regex that is
                                    # ECMA-262's only, a name twice, a dotted name; the same
                                    # nextCursor on every page
@@ -12,7 +14,9 @@ MCP tests start it as a subprocess, one misbehaviour per mode.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 MODE = sys.argv[1]
 ANY = {"type": "object", "properties": {"text": {"type": "string"}}}
@@ -40,6 +44,11 @@ def send(message: dict[str, object]) -> None:
 def answer(request: dict[str, object]) -> dict[str, object] | None:
     method = request.get("method")
     if method == "initialize":
+        if MODE == "restart_hangs":
+            started = Path(os.environ["RAW_STARTED"])
+            if started.exists():
+                return None  # no answer: the caller gives up
+            started.write_text("started")
         params = request["params"]
         assert isinstance(params, dict)
         return {
@@ -54,6 +63,8 @@ def answer(request: dict[str, object]) -> dict[str, object] | None:
     if method == "tools/call":
         params = request["params"]
         assert isinstance(params, dict)
+        if MODE == "restart_hangs":
+            os._exit(3)
         if MODE == "latin1" and not getattr(answer, "done", False):
             answer.done = True  # type: ignore[attr-defined]
             note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info",'
@@ -69,6 +80,8 @@ def main() -> None:
         if "id" not in request:
             continue  # a notification
         result = answer(request)
+        if result is None and request.get("method") == "initialize":
+            continue
         if result is None:
             error = {"code": -32601, "message": "Method not found"}
             send({"jsonrpc": "2.0", "id": request["id"], "error": error})

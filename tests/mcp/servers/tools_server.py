@@ -11,6 +11,7 @@ Tools: ``echo``, ``where`` (cwd and a request header), ``add`` (structured outpu
 ``barrier`` (answers once ``n`` calls are in flight at once: proves parallel calls), ``crash``
 (the process exits mid-call), ``grow`` (adds the tool ``extra`` and announces tools/list_changed).
 ``POST /expire`` (HTTP only) forgets every session, as a server whose sessions expired does.
+``PI_TRIO_TEST_HANG_DELETE`` (HTTP only): a session's DELETE is never answered.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -119,6 +121,15 @@ async def expire(request: Request) -> Response:
     return JSONResponse({"expired": True})
 
 
+def _hanging_deletes(app: Any) -> Any:
+    async def hanging(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            await anyio.sleep_forever()
+        await app(scope, receive, send)
+
+    return hanging
+
+
 def main() -> None:
     pid_file = os.environ.get("PI_TRIO_TEST_PID_FILE")
     if pid_file:
@@ -134,6 +145,8 @@ def main() -> None:
     sock.listen()
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     app = server.streamable_http_app()
+    if os.environ.get("PI_TRIO_TEST_HANG_DELETE"):  # a session's end that is never answered
+        app = _hanging_deletes(app)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
 
