@@ -29,8 +29,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._logging import mcp_logger
 
-__all__ = ["CLOSE_TIMEOUT", "Connection", "TransportFactory", "describe"]
+__all__ = ["CLOSE_TIMEOUT", "LISTEN_PAUSE_MAX", "Connection", "TransportFactory", "describe"]
 
+LISTEN_PAUSE_MAX = 30.0
+"""Seconds at most between attempts to listen again for tool changes after the stream dropped
+(1 s at first, doubled each time in a row)."""
 CLOSE_TIMEOUT = 10.0
 """Seconds a connection's close may take (the SDK bounds a stdio child's steps itself, well
 within it); past it the close is cut short."""
@@ -184,12 +187,25 @@ class Connection:
         capability = client.server_capabilities.tools
         if capability is None or not capability.list_changed:
             return
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._on_tools_changed()
-        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
-            mcp_logger.debug("MCP tools/list_changed subscription ended: %s", describe(exc))
+        pause = 1.0
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    pause = 1.0
+                    async for _event in subscription:
+                        self._on_tools_changed()
+                return  # the server ended it: it announces nothing more
+            except SubscriptionLost as exc:  # dropped: listen again, and list again (the SDK's
+                self._on_tools_changed()  # advice: a change may have gone by meanwhile)
+                mcp_logger.debug(
+                    "MCP tools/list_changed subscription lost (%s); listening again in %g s",
+                    describe(exc), pause,
+                )  # fmt: skip
+            except (ListenNotSupportedError, MCPError, TimeoutError) as exc:
+                mcp_logger.debug("MCP tools/list_changed subscription ended: %s", describe(exc))
+                return
+            await trio.sleep(pause)
+            pause = min(pause * 2, LISTEN_PAUSE_MAX)
 
     async def run(self) -> None:
         """The connection's task: connect within ``connect_timeout``, serve until stopped.

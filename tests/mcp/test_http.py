@@ -108,3 +108,61 @@ async def test_a_server_answering_garbage_fails_clearly() -> None:
                 async with pt.mcp.open_http_server(f"http://127.0.0.1:{port}/mcp", name="junk"):
                     raise AssertionError("entered")
             nursery.cancel_scope.cancel()
+
+
+class _CuttingProxy:
+    """A TCP proxy to the test server whose ``cut()`` drops every connection through it, as a
+    load balancer or a network does."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: list[trio.SocketStream] = []
+
+    async def handle(self, client: trio.SocketStream) -> None:
+        server = await trio.open_tcp_stream("127.0.0.1", self.port)
+        self.streams += [client, server]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._pipe, client, server)
+            nursery.start_soon(self._pipe, server, client)
+
+    @staticmethod
+    async def _pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+        try:
+            while data := await source.receive_some(65536):
+                await sink.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await sink.aclose()
+
+    async def cut(self) -> None:
+        streams, self.streams = self.streams, []
+        for stream in streams:
+            await stream.aclose()
+
+
+async def test_tool_changes_are_heard_again_after_the_listen_stream_dropped(
+    http_server: HttpServer, nursery: trio.Nursery
+) -> None:
+    proxy = _CuttingProxy(http_server.port)
+    serve = functools.partial(trio.serve_tcp, proxy.handle, 0, host="127.0.0.1")
+    [listener, *_] = await nursery.start(serve)
+    url = f"http://127.0.0.1:{listener.socket.getsockname()[1]}/mcp"
+    with trio.fail_after(LIMIT):
+        async with pt.mcp.open_http_server(url, name="web") as server:  # the 2026 protocol
+            await server.tools()
+            await trio.sleep(0.5)  # its listen stream is open by now
+            await proxy.cut()
+            await eventually(lambda: server.tools_changed)  # lost: listing again is advised
+            await trio.sleep(3)  # the stream is listened to again after 1 s
+            for attempt in range(2):  # a pooled connection the cut closed may fail once
+                try:
+                    await server.tools()
+                    await server.call_tool("grow")
+                    break
+                except pt.mcp.McpServerError:
+                    if attempt:
+                        raise
+            await eventually(lambda: server.tools_changed)  # heard on the new stream
+            assert "extra" in {tool.name for tool in await server.tools()}
+            assert server.connections_opened == 1
