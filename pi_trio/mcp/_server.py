@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 import mcp_types as types
@@ -320,6 +321,20 @@ class McpServer:
             self._connection.stop()
 
 
+def _child_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr as it is now (the SDK's
+    default is the one at its import, which may have been a redirection without a file, a
+    test's capture, say), or the real one when the current one has no file descriptor."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+            continue
+    return sys.stderr
+
+
 def _unwrapped(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The one exception a nursery's group stands for: the block's own, else a Cancelled."""
     rest = group.split(trio.Cancelled)[1]
@@ -397,7 +412,7 @@ def open_stdio_server(
     label = name or " ".join([Path(command).name, *args])
 
     def make_transport() -> contextlib.AbstractAsyncContextManager[tuple[Any, Any]]:
-        return stdio_client(params)
+        return stdio_client(params, errlog=_child_stderr())
 
     return _open_server(
         label, make_transport, timeout=timeout, tool_timeouts=tool_timeouts or {},

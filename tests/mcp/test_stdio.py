@@ -49,6 +49,27 @@ def test_import_pi_trio_does_not_import_the_sdk() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_a_first_use_under_a_redirected_stderr_still_starts_servers() -> None:
+    code = textwrap.dedent(
+        f"""
+        import contextlib, io, sys, trio
+        import pi_trio as pt
+
+        async def main():
+            with contextlib.redirect_stderr(io.StringIO()):  # no file: the SDK imported now
+                async with pt.mcp.open_stdio_server(sys.executable, {STDIO_ARGS!r}) as server:
+                    print(len(await server.tools()))
+
+        trio.run(main)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=LIMIT
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 5
+
+
 async def test_tools_map_schemas_and_results(tmp_path: Path) -> None:
     with trio.fail_after(LIMIT):
         async with _stdio(tmp_path) as server:
