@@ -54,10 +54,12 @@ def to_tool_result(result: types.CallToolResult) -> ToolResult:
         McpToolError: the server flagged the result ``isError``; its text is the message.
     """
     content = [_block(block) for block in result.content]
+    structured = result.structured_content
     if result.is_error:
         text = "\n".join(block.text for block in content if isinstance(block, TextContent))
+        if not text and structured is not None:  # the error said in structured content only
+            text = json.dumps(structured, ensure_ascii=False)
         raise McpToolError(text or "the tool reported an error without a message")
-    structured = result.structured_content
     if not content and structured is not None:
         content = [TextContent(json.dumps(structured, ensure_ascii=False))]
     details = None if structured is None else {"structured_content": structured}
