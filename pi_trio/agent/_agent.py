@@ -345,6 +345,9 @@ class Agent(AgentOptions, QueueMethods, Approvals):
             TypeError: ``instructions`` is not a string.
             ValueError: no model set and no ``stream_fn`` (as in :meth:`prompt`).
             ContinueError: tool calls wait for a decision (decide and continue first).
+            Exception: what a listener (or the recorder) raised on a compaction event, as
+                pi 1.6's ``compact()`` throws it (logged once); the transcript is unchanged
+                unless it was ``compaction_end`` (then it is the compacted one).
         """
         if self._scope is not None:
             raise AgentBusyError(BUSY_COMPACT)
