@@ -192,12 +192,22 @@ class McpServer:
         Each tool's ``parameters`` is the server's input JSON schema (arguments are validated
         against it like any tool's), its description the server's, its name the server's or
         ``f"{prefix}_{name}"``. Calling one runs :meth:`call_tool` with the server's timeout
-        (``tool_timeouts`` overrides it per tool).
+        (``tool_timeouts`` overrides it per tool). A tool whose schema cannot be used, or
+        whose name a tool before it took, is left out (a warning on ``pi_trio.mcp``).
 
         Raises:
             McpServerError: as :meth:`list_tools`.
+        On cancellation the listing request is cancelled on the server, or the worker thread
+        checking the schemas is abandoned (its tools discarded).
         """
         listing = await self.list_tools()
+        # checking each schema takes milliseconds (seconds for a server with a thousand
+        # tools): a worker thread, so the event loop goes on; abandoned on cancellation
+        return await trio.to_thread.run_sync(
+            self._usable_tools, listing, prefix, abandon_on_cancel=True
+        )
+
+    def _usable_tools(self, listing: list[types.Tool], prefix: str | None) -> list[AgentTool]:
         tools: list[AgentTool] = []
         named: set[str] = set()
         for tool in listing:
