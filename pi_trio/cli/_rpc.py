@@ -271,18 +271,18 @@ class RpcSession(PiCommands):
                 raise CommandError("message: a list cannot be queued; send one message")
             queued = {"message": command.get("message"), "images": command.get("images")}
             return await self.queue(queued, "steer" if behavior == "steer" else "follow_up")
-        self._start(lambda: self.agent.prompt(prompt, images=images))
+        self._start(lambda agent: agent.prompt(prompt, images=images))
         return {"disposition": "started"}
 
-    def _start(self, run: Callable[[], Awaitable[None]]) -> None:
-        """Start a run (a prompt, a continue) in a task of the session."""
+    def _start(self, run: Callable[[Agent], Awaitable[None]]) -> None:
+        """Start a run (a prompt, a continue) of the current agent in a task of the session."""
         if self._nursery is None:
             raise CommandError("the session is not running")
         done = trio.Event()
         scope = trio.CancelScope()
         self._run_done, self._run_scope = done, scope
         self._abort_requested = False
-        self._nursery.start_soon(self._run, run, scope, done)
+        self._nursery.start_soon(self._run, self.agent, run, scope, done)
 
     async def _approve(self, command: dict[str, Any]) -> Any:
         return await self._decide(command, approved=True)
@@ -308,7 +308,7 @@ class RpcSession(PiCommands):
             raise CommandError(str(exc.args[0])) from None
         if self.agent.state.pending_approvals or self.busy:
             return {"disposition": "decided"}
-        self._start(self.agent.continue_)
+        self._start(lambda agent: agent.continue_())
         return {"disposition": "continued"}
 
     @staticmethod
@@ -331,15 +331,26 @@ class RpcSession(PiCommands):
         return prompt
 
     async def _run(
-        self, run: Callable[[], Awaitable[None]], scope: trio.CancelScope, done: trio.Event
+        self,
+        agent: Agent,
+        run: Callable[[Agent], Awaitable[None]],
+        scope: trio.CancelScope,
+        done: trio.Event,
     ) -> None:
+        """The run's task. ``agent`` is the session's when it started: a session switch gives
+        that session back (aborting the run) before this task ends, and it goes on with no
+        other session's agent."""
         try:
             try:
                 with scope:
-                    await run()
-                    state = self.agent.state  # decisions sent while it ran: go on with them
-                    while state.awaiting_approval and not state.pending_approvals:
-                        await self.agent.continue_()
+                    await run(agent)
+                    state = agent.state  # decisions sent while it ran: go on with them
+                    while (
+                        agent is self.agent
+                        and state.awaiting_approval
+                        and not state.pending_approvals
+                    ):
+                        await agent.continue_()
             except PiError as exc:
                 await self.send({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
         except trio.Cancelled:  # the command itself ends (Ctrl-C, a server closing)
@@ -347,7 +358,9 @@ class RpcSession(PiCommands):
                 await self.send({"type": "agent_settled", "aborted": True})
             raise
         else:
-            await self.send({"type": "agent_settled", "aborted": self._abort_requested})
+            switched = agent is not self.agent  # its session was given back: aborted then
+            aborted = self._abort_requested or (switched and _ended_aborted(agent))
+            await self.send({"type": "agent_settled", "aborted": aborted})
         finally:
             done.set()
 
@@ -366,6 +379,12 @@ class RpcSession(PiCommands):
 
 
 AgentFactory = Callable[[], Agent]
+
+
+def _ended_aborted(agent: Agent) -> bool:
+    """Whether ``agent``'s last run ended aborted (a session switch gave its session back)."""
+    last = agent.state.last_assistant_message
+    return last is not None and last.stop_reason == "aborted"
 
 
 async def run_stdio(

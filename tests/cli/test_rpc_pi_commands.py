@@ -15,6 +15,7 @@ import trio.testing
 
 import pi_trio as pt
 from pi_trio.cli._agents import agent_factory
+from pi_trio.cli._approvals import with_approvals
 from pi_trio.cli._lines import StreamLines
 from pi_trio.cli._rpc import COMMANDS, RpcSession
 from pi_trio.cli._rpc_commands import UNSUPPORTED
@@ -394,3 +395,32 @@ async def test_a_steered_message_of_any_role_leaves_the_queue_display(
     await client.until(is_type("agent_settled"))
     updates = [item for item in client.seen if item["type"] == "queue_update"]
     assert [len(update["steering"]) for update in updates] == [1, 0]
+
+
+async def test_a_durable_switch_mid_run_aborts_it_and_leaves_the_other_session_alone(
+    tmp_path: Path,
+) -> None:  # real time: the store's thread would let a mock clock finish the run first
+    store = str(tmp_path / "sessions.db")
+    make = with_approvals(agent_factory("faux", token_delay=0.01), frozenset({"calculate"}))
+    template = make()
+    async with (
+        pt.open_session_store(store) as opened,
+        opened.open_agent("B", initial_state=template.state, stream_fn=template.stream_fn) as b,
+    ):
+        await b.prompt("what is 2 + 3")  # its call waits; approved, not continued
+        [waiting] = b.state.pending_approvals
+        b.approve(waiting.id)
+    async with (
+        trio.open_nursery() as nursery,
+        open_durable_sessions(store, "A", make) as sessions,
+    ):
+        client = await _serve(nursery, sessions)
+        await _ok(client, {"type": "prompt", "message": "wait 60"})
+        await client.until(is_type("tool_execution_start"))
+        with trio.fail_after(30):
+            await _ok(client, {"type": "switch_session", "sessionPath": "B"})
+        settled = [item for item in client.seen if item["type"] == "agent_settled"]
+        assert settled == [{"type": "agent_settled", "aborted": True}]
+        messages = (await _ok(client, {"type": "get_messages"}))["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant"]  # B as it was
+        nursery.cancel_scope.cancel()
