@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.lowlevel
@@ -90,6 +91,26 @@ async def test_a_listener_subscribed_twice_is_called_once_as_in_pi() -> None:
     await agent.prompt("two")
     assert screen.seen.count("agent_start") == 1
     first()  # a no-op now
+
+
+async def test_listeners_that_compare_equal_are_still_two() -> None:
+    @attrs.define
+    class Collector:
+        seen: list[str] = attrs.Factory(list)
+
+        def __call__(self, event: pt.AgentEvent) -> None:
+            self.seen.append(event.type)
+
+    agent = make_agent([faux.assistant_message("a"), faux.assistant_message("b")])
+    ui, audit = Collector(), Collector()
+    assert ui == audit
+    agent.subscribe(ui)
+    stop_audit = agent.subscribe(audit)
+    await agent.prompt("one")
+    assert ui.seen and audit.seen == ui.seen
+    stop_audit()
+    await agent.prompt("two")
+    assert ui.seen.count("agent_start") == 2 and audit.seen.count("agent_start") == 1
 
 
 def test_assigning_messages_and_tools_copies() -> None:

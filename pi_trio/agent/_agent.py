@@ -50,7 +50,7 @@ from ._queues import Queues
 from ._recorder import Recorder, checks_messages, log_flush_failure
 from ._settings import SETTING_NAMES, AgentSettings
 from ._state import DEFAULT_MODEL, AgentState
-from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription
+from ._subscriptions import EventsReceiver, OverflowPolicy, Subscription, same_listener
 from ._tasks import inside
 from ._texts import (
     BUSY_COMPACT,
@@ -183,11 +183,12 @@ class Agent(AgentOptions, QueueMethods, Approvals):
                 f"{describe(listener)} (subscribe(listener), not subscribe(listener(...)))"
             )
         delivery = self._delivery
-        if listener not in delivery.listeners:  # == : a bound method made again is the same
+        if not any(same_listener(item, listener) for item in delivery.listeners):
             delivery.listeners = (*delivery.listeners, listener)
 
         def unsubscribe() -> None:
-            delivery.listeners = tuple(item for item in delivery.listeners if item != listener)
+            listeners = delivery.listeners
+            delivery.listeners = tuple(i for i in listeners if not same_listener(i, listener))
 
         return unsubscribe
 

@@ -17,6 +17,7 @@ Each subscriber gets its own channel, fed synchronously from the agent's deliver
 from __future__ import annotations
 
 import math
+from types import MethodType
 from typing import Literal, TypeAlias
 
 import trio
@@ -24,7 +25,7 @@ import trio
 from .._errors import EventsOverflowError
 from ..events import AgentEvent, BudgetReached, MessageUpdate, QueueUpdate, ToolExecutionUpdate
 
-__all__ = ["ChannelEvent", "EventsReceiver", "OverflowPolicy", "Subscription"]
+__all__ = ["ChannelEvent", "EventsReceiver", "OverflowPolicy", "Subscription", "same_listener"]
 
 OverflowPolicy: TypeAlias = Literal["disconnect", "block"]
 
@@ -193,3 +194,17 @@ class EventsReceiver(trio.abc.ReceiveChannel[ChannelEvent]):
     async def aclose(self) -> None:
         self.close()
         await trio.lowlevel.checkpoint()
+
+
+def same_listener(one: object, other: object) -> bool:
+    """Whether two listeners are one, as pi's ``Set`` of listeners tells: the same object, or
+    the same method of the same object (Python makes a new bound method at each access, where
+    JavaScript's ``obj.method`` is one function). Equal objects are not one listener."""
+    if one is other:
+        return True
+    return (
+        isinstance(one, MethodType)
+        and isinstance(other, MethodType)
+        and one.__self__ is other.__self__
+        and one.__func__ is other.__func__
+    )
