@@ -210,16 +210,20 @@ class McpServer:
     def _usable_tools(self, listing: list[types.Tool], prefix: str | None) -> list[AgentTool]:
         tools: list[AgentTool] = []
         named: set[str] = set()
+        # a name the server gave as it is belongs to that tool, whatever comes before it
+        exact = {_full_name(tool.name, prefix) for tool in listing}
         for tool in listing:
             try:
                 agent_tool = self._agent_tool(tool, prefix)
             except ValueError as exc:  # a schema pi_trio cannot validate arguments against
                 self._leave_out(tool.name, str(exc))
                 continue
-            if agent_tool.name in named:
-                self._leave_out(tool.name, f"a tool named {agent_tool.name!r} came first")
+            name = agent_tool.name
+            renamed = name != _full_name(tool.name, prefix)
+            if name in named or (renamed and name in exact):
+                self._leave_out(tool.name, f"another of its tools is named {name!r}")
                 continue
-            named.add(agent_tool.name)
+            named.add(name)
             tools.append(agent_tool)
         return tools
 
@@ -238,9 +242,8 @@ class McpServer:
         async def execute(tool_call_id: str, params: Any, on_update: OnUpdate) -> ToolResult:
             return await self.call_tool(remote, params, timeout=timeout, on_update=on_update)
 
-        name = remote if prefix is None else f"{prefix}_{remote}"
         return AgentTool(
-            name=_NOT_IN_A_TOOL_NAME.sub("_", name)[:64],
+            name=_NOT_IN_A_TOOL_NAME.sub("_", _full_name(remote, prefix))[:64],
             label=tool.title or remote,
             description=tool.description or "",
             parameters=tool.input_schema,
@@ -329,6 +332,10 @@ class McpServer:
         self._closed = True
         if self._connection is not None:
             self._connection.stop()
+
+
+def _full_name(remote: str, prefix: str | None) -> str:
+    return remote if prefix is None else f"{prefix}_{remote}"
 
 
 def _child_stderr() -> TextIO:

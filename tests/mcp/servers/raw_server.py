@@ -5,8 +5,9 @@ MCP tests start it as a subprocess, one misbehaviour per mode.
     python raw_server.py restart_hangs  # a call exits the process; a second start of it
                                    # (the file $RAW_STARTED exists) never answers the handshake
     python raw_server.py odd_tools # tools/list: a schema no validator takes, a regex that is
-                                   # ECMA-262's only, a name twice, a dotted name; the same
-                                   # nextCursor on every page
+                                   # ECMA-262's only, a name twice, dotted names (one of
+                                   # them another's once renamed); the same nextCursor on
+                                   # every page
 
 ``tools/call`` answers ``echo: <text>`` for any tool.
 """
@@ -33,6 +34,8 @@ if MODE == "odd_tools":
         },
         {"name": "echo", "description": "A second echo.", "inputSchema": ANY},
         {"name": "files.read", "description": "Read.", "inputSchema": ANY},
+        {"name": "get.file", "description": "A dotted name.", "inputSchema": ANY},
+        {"name": "get_file", "description": "Its own name.", "inputSchema": ANY},
     ]
 
 
@@ -70,6 +73,8 @@ def answer(request: dict[str, object]) -> dict[str, object] | None:
             note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info",'
             sys.stdout.buffer.write(note + b'"data":"caf\\xe9"}}\n'.replace(b"\\xe9", b"\xe9"))
         text = (params.get("arguments") or {}).get("text", "")  # type: ignore[union-attr]
+        if params.get("name") in ("get.file", "get_file"):
+            text = f"{params['name']} {text}"
         return {"content": [{"type": "text", "text": f"echo: {text}"}]}
     return None
 
