@@ -278,16 +278,19 @@ async def open_durable_sessions(
 # --- shapes built from a transcript --------------------------------------------------------
 
 
-_LAST_ISO_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+_ISO_MS = range(-62135596800000, 253402300800000)  # 0001-01-01 to 9999-12-31T23:59:59.999Z
 
 
 def _iso(ms: int) -> str:
-    """``new Date(ms).toISOString()``; a time no ISO date can show (microseconds taken for
-    milliseconds, say) is the epoch's."""
-    if not 0 <= ms <= _LAST_ISO_MS:
+    """``new Date(ms).toISOString()``; a time no four-digit year can show (microseconds taken
+    for milliseconds, say) is the epoch's."""
+    if ms not in _ISO_MS:
         ms = 0
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    moment = _EPOCH + datetime.timedelta(milliseconds=ms)  # exact: no float on the way
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def entry_id(index: int) -> str:

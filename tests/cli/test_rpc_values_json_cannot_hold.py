@@ -105,3 +105,21 @@ async def test_switching_to_an_id_no_store_keeps_is_refused(tmp_path: Any) -> No
         with pytest.raises(SessionError, match="without NUL characters"):
             await sessions.switch_session("a\x00b")
         assert sessions.session_id == "first"
+
+
+@pytest.mark.parametrize(
+    ("ms", "iso"),  # what new Date(ms).toISOString() says, and the epoch past four digits
+    [
+        (-1, "1969-12-31T23:59:59.999Z"),
+        (-86_400_000, "1969-12-31T00:00:00.000Z"),
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+        (-62_135_596_800_000, "0001-01-01T00:00:00.000Z"),
+        (1_796_430_084_234, "2026-12-05T00:21:24.234Z"),
+        (253_402_300_800_000, "1970-01-01T00:00:00.000Z"),
+        (1_796_430_084_234_000, "1970-01-01T00:00:00.000Z"),
+    ],
+)
+def test_entry_times_are_javascripts_iso_times(ms: int, iso: str) -> None:
+    from pi_trio.cli._rpc_sessions import _iso
+
+    assert _iso(ms) == iso
