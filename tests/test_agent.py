@@ -73,7 +73,7 @@ async def test_subscribe_and_unsubscribe() -> None:
 
 
 async def test_a_listener_subscribed_twice_is_called_once_as_in_pi() -> None:
-    agent = make_agent([faux.assistant_message("a"), faux.assistant_message("b")])
+    agent = make_agent([faux.assistant_message(text) for text in "abcd"])
 
     class Screen:
         def __init__(self) -> None:
@@ -91,6 +91,14 @@ async def test_a_listener_subscribed_twice_is_called_once_as_in_pi() -> None:
     await agent.prompt("two")
     assert screen.seen.count("agent_start") == 1
     first()  # a no-op now
+    events: list[pt.AgentEvent] = []
+    agent.subscribe(events.append)
+    stop = agent.subscribe(events.append)  # a builtin method made again: one listener too
+    await agent.prompt("three")
+    assert [e.type for e in events].count("agent_start") == 1
+    stop()
+    await agent.prompt("four")
+    assert [e.type for e in events].count("agent_start") == 1
 
 
 async def test_listeners_that_compare_equal_are_still_two() -> None:

@@ -17,7 +17,7 @@ Each subscriber gets its own channel, fed synchronously from the agent's deliver
 from __future__ import annotations
 
 import math
-from types import MethodType
+from types import BuiltinMethodType, MethodType
 from typing import Literal, TypeAlias
 
 import trio
@@ -202,9 +202,8 @@ def same_listener(one: object, other: object) -> bool:
     JavaScript's ``obj.method`` is one function). Equal objects are not one listener."""
     if one is other:
         return True
-    return (
-        isinstance(one, MethodType)
-        and isinstance(other, MethodType)
-        and one.__self__ is other.__self__
-        and one.__func__ is other.__func__
-    )
+    if isinstance(one, MethodType) and isinstance(other, MethodType):
+        return one.__self__ is other.__self__ and one.__func__ is other.__func__
+    if isinstance(one, BuiltinMethodType) and isinstance(other, BuiltinMethodType):
+        return one.__self__ is other.__self__ and one.__name__ == other.__name__  # events.append
+    return False
