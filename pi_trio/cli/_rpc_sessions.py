@@ -282,8 +282,8 @@ _ISO_MS = range(-62135596800000, 253402300800000)  # 0001-01-01 to 9999-12-31T23
 
 
 def _iso(ms: int) -> str:
-    """``new Date(ms).toISOString()``; a time no four-digit year can show (microseconds taken
-    for milliseconds, say) is the epoch's."""
+    """``new Date(ms).toISOString()``; a time outside years 1 to 9999 (microseconds taken for
+    milliseconds, say) is the epoch's."""
     if ms not in _ISO_MS:
         ms = 0
     moment = _EPOCH + datetime.timedelta(milliseconds=ms)  # exact: no float on the way

@@ -208,23 +208,26 @@ class McpServer:
         )
 
     def _usable_tools(self, listing: list[types.Tool], prefix: str | None) -> list[AgentTool]:
-        tools: list[AgentTool] = []
-        named: set[str] = set()
-        # a name the server gave as it is belongs to that tool, whatever comes before it
-        exact = {_full_name(tool.name, prefix) for tool in listing}
+        built: list[tuple[types.Tool, AgentTool]] = []
         for tool in listing:
+            if not tool.name:
+                self._leave_out(tool.name, "a tool needs a name")
+                continue
             try:
-                agent_tool = self._agent_tool(tool, prefix)
+                built.append((tool, self._agent_tool(tool, prefix)))
             except ValueError as exc:  # a schema pi_trio cannot validate arguments against
                 self._leave_out(tool.name, str(exc))
+        # a name the server gave as it is belongs to that tool, whatever comes before it
+        kept = {made.name for tool, made in built if _keeps_its_name(tool.name, prefix)}
+        tools: list[AgentTool] = []
+        named: set[str] = set()
+        for tool, made in built:
+            renamed = not _keeps_its_name(tool.name, prefix)
+            if made.name in named or (renamed and made.name in kept):
+                self._leave_out(tool.name, f"another of its tools is named {made.name!r}")
                 continue
-            name = agent_tool.name
-            renamed = name != _full_name(tool.name, prefix)
-            if name in named or (renamed and name in exact):
-                self._leave_out(tool.name, f"another of its tools is named {name!r}")
-                continue
-            named.add(name)
-            tools.append(agent_tool)
+            named.add(made.name)
+            tools.append(made)
         return tools
 
     def _leave_out(self, remote: str, why: str) -> None:
@@ -336,6 +339,12 @@ class McpServer:
 
 def _full_name(remote: str, prefix: str | None) -> str:
     return remote if prefix is None else f"{prefix}_{remote}"
+
+
+def _keeps_its_name(remote: str, prefix: str | None) -> bool:
+    """Whether the server's name for a tool reaches the model whole: no character replaced,
+    not cut at 64 (the prefix, the caller's choice, does not count against it)."""
+    return _NOT_IN_A_TOOL_NAME.search(remote) is None and len(_full_name(remote, prefix)) <= 64
 
 
 def _child_stderr() -> TextIO:

@@ -105,11 +105,14 @@ async def test_tools_pi_trio_cannot_offer_are_left_out_with_a_warning(
             sys.executable, [RAW, "odd_tools"], name="raw"
         ) as server:
             tools = await server.tools(prefix="r")
-            assert [tool.name for tool in tools] == ["r_echo", "r_files_read", "r_get_file"]
+            names = [tool.name for tool in tools]
+            assert names == ["r_echo", "r_files_read", "r_get_file", "r_put_file"]
             read = await tools[1].execute("c1", {"text": "x"}, None)  # the server's own name
             assert _text(read) == "echo: x"
             got = await tools[2].execute("c2", {"text": "y"}, None)  # the exact name's tool
             assert _text(got) == "echo: get_file y"
+            put = await tools[3].execute("c3", {"text": "z"}, None)  # its rival was left out
+            assert _text(put) == "echo: put.file z"
     why = {r.getMessage().split(": its tool ")[1] for r in caplog.records}
     assert why == {  # each page lists them all: the second, same cursor again, is the last
         "'broken' is left out of the agent's tools: invalid tool parameters schema: 'no' is "
@@ -121,8 +124,12 @@ async def test_tools_pi_trio_cannot_offer_are_left_out_with_a_warning(
         "'r_files_read'",
         "'get.file' is left out of the agent's tools: another of its tools is named 'r_get_file'",
         "'get_file' is left out of the agent's tools: another of its tools is named 'r_get_file'",
+        "'put_file' is left out of the agent's tools: invalid tool parameters schema: 1 is not "
+        "valid under any of the given schemas",
+        "'' is left out of the agent's tools: a tool needs a name",
+        "'put.file' is left out of the agent's tools: another of its tools is named 'r_put_file'",
     }
-    assert len(caplog.records) == 4 + 7  # two pages, not a hundred
+    assert len(caplog.records) == 6 + 10  # two pages, not a hundred
 
 
 async def test_leaving_the_block_during_a_reconnection_does_not_wait_for_it(

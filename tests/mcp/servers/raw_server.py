@@ -36,6 +36,9 @@ if MODE == "odd_tools":
         {"name": "files.read", "description": "Read.", "inputSchema": ANY},
         {"name": "get.file", "description": "A dotted name.", "inputSchema": ANY},
         {"name": "get_file", "description": "Its own name.", "inputSchema": ANY},
+        {"name": "put.file", "description": "A dotted name.", "inputSchema": ANY},
+        {"name": "put_file", "inputSchema": {"type": "object", "properties": {"x": {"type": 1}}}},
+        {"name": "", "description": "No name.", "inputSchema": ANY},
     ]
 
 
@@ -73,7 +76,7 @@ def answer(request: dict[str, object]) -> dict[str, object] | None:
             note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info",'
             sys.stdout.buffer.write(note + b'"data":"caf\\xe9"}}\n'.replace(b"\\xe9", b"\xe9"))
         text = (params.get("arguments") or {}).get("text", "")  # type: ignore[union-attr]
-        if params.get("name") in ("get.file", "get_file"):
+        if params.get("name") in ("get.file", "get_file", "put.file"):
             text = f"{params['name']} {text}"
         return {"content": [{"type": "text", "text": f"echo: {text}"}]}
     return None
